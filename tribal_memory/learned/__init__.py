@@ -1,0 +1,5 @@
+"""The learned retrieval layer (DESIGN §4): cache, expansion, feedback, anchors."""
+
+from tribal_memory.learned.invalidation import forget_learned
+
+__all__ = ["forget_learned"]

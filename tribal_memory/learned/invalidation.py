@@ -1,0 +1,40 @@
+"""Dropping learned data that points at memories which changed or went away."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlalchemy import String, cast, delete, or_, select
+
+from tribal_memory.db import Database
+from tribal_memory.tables import FactAnchorRow, QueryCacheRow, QueryFactWeightRow
+
+
+def forget_learned(db: Database, memory_ids: Sequence[str]) -> int:
+    """Delete cache entries, query weights and anchors that point at ``memory_ids``.
+
+    A cache entry is dropped whole when any of its memories is listed (its
+    answer is no longer the one that earned its success count).
+
+    Returns:
+        Rows deleted across the three tables.
+    """
+    if not memory_ids:
+        return 0
+    ids = list(memory_ids)
+    removed = 0
+    with db.session() as session:
+        # memory_ids is a JSON list of UUIDs: a LIKE pre-filter, confirmed in Python.
+        candidates = session.scalars(
+            select(QueryCacheRow).where(
+                or_(*(cast(QueryCacheRow.memory_ids, String).like(f"%{i}%") for i in ids))
+            )
+        ).all()
+        for entry in candidates:
+            if set(entry.memory_ids) & set(ids):
+                session.delete(entry)
+                removed += 1
+        for table in (QueryFactWeightRow, FactAnchorRow):
+            result = session.execute(delete(table).where(table.memory_id.in_(ids)))
+            removed += int(result.rowcount or 0)  # type: ignore[attr-defined]
+    return removed

@@ -1,0 +1,185 @@
+"""Frozen dataclasses passed between layers.
+
+LanceDB rows and ORM objects never leave their modules; every layer speaks in
+these types. Times are timezone-aware UTC ``datetime`` objects.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+SHARED_OWNER = "shared"
+"""Owner whose memories every owner can see."""
+
+MemoryKind = Literal["fact", "chunk", "document"]
+MEMORY_KINDS: tuple[str, ...] = ("fact", "chunk", "document")
+
+_ID_NAMESPACE = uuid.UUID("6f1c1a56-9a53-4b8e-9a0c-7d1e2b3c4d5e")
+
+
+def memory_id_for(owner: str, content: str) -> str:
+    """Deterministic memory id: UUIDv5 of ``owner`` and ``content``.
+
+    Capturing the same content for the same owner twice yields the same id, which
+    makes capture idempotent (the pattern of simonw/llm's ``Collection.embed``).
+    """
+    return str(uuid.uuid5(_ID_NAMESPACE, f"{owner}\x1f{content}"))
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryInput:
+    """One memory to capture. ``content`` must be non-empty after stripping."""
+
+    content: str
+    owner: str = SHARED_OWNER
+    kind: MemoryKind = "fact"
+    tags: tuple[str, ...] = ()
+    source: str | None = None
+    doc_id: str | None = None
+    chunk_index: int | None = None
+    parent_id: str | None = None
+    event_time: datetime | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Memory:
+    """A stored memory (DESIGN §2). ``memory_id`` is a UUID string."""
+
+    memory_id: str
+    content: str
+    owner: str
+    kind: MemoryKind
+    tags: tuple[str, ...]
+    source: str | None
+    doc_id: str | None
+    chunk_index: int | None
+    parent_id: str | None
+    created_at: datetime
+    updated_at: datetime
+    event_time: datetime | None
+    anchor_text: str
+    metadata: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryPatch:
+    """Fields to change in :meth:`MemoryService.update`; ``None`` leaves a field as it is."""
+
+    content: str | None = None
+    tags: tuple[str, ...] | None = None
+    kind: MemoryKind | None = None
+    source: str | None = None
+    event_time: datetime | None = None
+    metadata: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CaptureResult:
+    """Outcome of capturing one memory.
+
+    ``status`` is ``"created"`` for a new memory and ``"exists"`` when the same
+    owner already had the same content (nothing written). ``near_duplicate_of``
+    names the most similar other memory of the same owner when its cosine
+    similarity (``near_duplicate_score``, in [0, 1]) reaches the configured
+    threshold; the new memory is stored all the same.
+    """
+
+    memory: Memory
+    status: Literal["created", "exists"]
+    near_duplicate_of: str | None = None
+    near_duplicate_score: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SearchFilters:
+    """Prefilters applied before ranking (all optional, combined with AND).
+
+    ``owner``: the caller; results hold that owner's memories plus shared ones
+    (``None``: every owner). ``tags``: a memory matches when it has any of them.
+    ``kinds``/``sources``: exact matches. ``since``/``until``: bounds (inclusive)
+    on the memory's time, which is ``event_time`` when set, else ``created_at``.
+    """
+
+    owner: str | None = None
+    include_shared: bool = True
+    tags: tuple[str, ...] = ()
+    kinds: tuple[str, ...] = ()
+    sources: tuple[str, ...] = ()
+    since: datetime | None = None
+    until: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One ranked result. All scores are in [0, 1], higher is better.
+
+    ``score``: the fused score that ranks the hit. ``vector_score``: cosine
+    similarity to the query clipped to [0, 1] (``None`` when the memory was not
+    among the vector candidates). ``text_score``: BM25 divided by the best BM25
+    score of the query (``None`` when not among the BM25 candidates or BM25 did
+    not run). ``rank`` is 1-based.
+    """
+
+    memory: Memory
+    score: float
+    rank: int
+    vector_score: float | None = None
+    text_score: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    """Hits in rank order plus how they were found.
+
+    ``mode``: ``"hybrid"``, ``"vector"`` or ``"text"``. ``fallback`` is
+    ``"vector"`` when a hybrid search had to run on embeddings alone (no
+    full-text index yet or too few memories for BM25 to mean anything), else
+    ``None``. An empty ``hits`` list is a miss, not an error.
+    """
+
+    hits: tuple[Hit, ...]
+    mode: Literal["hybrid", "vector", "text"]
+    fallback: Literal["vector"] | None = None
+    took_ms: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Relation:
+    """A directed, typed edge between two memories. ``weight`` is >= 0."""
+
+    source_id: str
+    target_id: str
+    type: str
+    weight: float
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Neighbor:
+    """A memory reached from another by BFS over relations.
+
+    ``steps`` is the hop count (>= 1); ``via`` is the relation that reached it.
+    """
+
+    memory: Memory
+    steps: int
+    via: Relation
+
+
+@dataclass(frozen=True, slots=True)
+class StoreStats:
+    """Counts and configuration of one instance."""
+
+    memories: int
+    owners: dict[str, int]
+    kinds: dict[str, int]
+    relations: int
+    embedding_model: str
+    embedding_dim: int
+    fts_indexed: bool
+    ann_indexed: bool
+    table_version: int

@@ -1,0 +1,114 @@
+"""Fusion of vector and BM25 candidates into one ranking (hybrid search).
+
+Weighted fusion: each part is first put on [0, 1] — cosine similarity clipped
+at 0, BM25 divided by the query's best BM25 score — and then
+``score = w * vector + (1 - w) * text`` with a missing part counted as 0.
+RRF: ``sum 1 / (k + rank)`` over the two lists (Cormack, Clarke & Büttcher,
+"Reciprocal Rank Fusion outperforms Condorcet and individual rank learning
+methods", SIGIR 2009), divided by its largest possible value ``2 / (k + 1)`` so
+that it too lies in [0, 1].
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from tribal_memory.models import Hit, Memory
+from tribal_memory.store.base import ScoredMemory
+
+FusionMethod = Literal["weighted", "rrf"]
+
+
+@dataclass(slots=True)
+class _Candidate:
+    memory: Memory
+    vector: float | None = None
+    text: float | None = None
+    vector_rank: int | None = None
+    text_rank: int | None = None
+
+
+def vector_hits(candidates: Sequence[ScoredMemory], k: int, min_score: float = 0.0) -> list[Hit]:
+    """Hits of a vector-only search: score = cosine similarity clipped to [0, 1]."""
+    hits: list[Hit] = []
+    for candidate in candidates[:k]:
+        score = min(1.0, max(0.0, candidate.score))
+        if score < min_score:
+            continue
+        hits.append(Hit(candidate.memory, score, len(hits) + 1, vector_score=score))
+    return hits
+
+
+def text_hits(candidates: Sequence[ScoredMemory], k: int, min_score: float = 0.0) -> list[Hit]:
+    """Hits of a BM25-only search: score = BM25 / best BM25 of the query, in [0, 1]."""
+    best = max((c.score for c in candidates), default=0.0)
+    hits: list[Hit] = []
+    for candidate in candidates[:k]:
+        score = candidate.score / best if best > 0 else 0.0
+        if score < min_score:
+            continue
+        hits.append(Hit(candidate.memory, score, len(hits) + 1, text_score=score))
+    return hits
+
+
+def fuse(
+    vector: Sequence[ScoredMemory],
+    text: Sequence[ScoredMemory],
+    *,
+    k: int,
+    method: FusionMethod = "weighted",
+    vector_weight: float = 0.6,
+    rrf_k: int = 60,
+    min_score: float = 0.0,
+) -> list[Hit]:
+    """Fuse vector and BM25 candidate lists (each best first) into the top ``k`` hits.
+
+    Args:
+        vector: Candidates from vector search, scores = cosine similarity.
+        text: Candidates from BM25 search, scores = raw BM25.
+        k: Hits to return.
+        method: ``"weighted"`` (normalised weighted sum) or ``"rrf"``.
+        vector_weight: Weight of the vector part in weighted fusion, in [0, 1].
+        rrf_k: RRF constant.
+        min_score: Hits whose fused score is below this are dropped.
+
+    Returns:
+        Up to ``k`` hits, fused score descending (ties: memory id), ranks 1..n.
+        Every hit carries its normalised ``vector_score`` and ``text_score``.
+    """
+    pool: dict[str, _Candidate] = {}
+    for rank, candidate in enumerate(vector, start=1):
+        entry = pool.setdefault(candidate.memory.memory_id, _Candidate(candidate.memory))
+        entry.vector = min(1.0, max(0.0, candidate.score))
+        entry.vector_rank = rank
+    best_text = max((c.score for c in text), default=0.0)
+    for rank, candidate in enumerate(text, start=1):
+        entry = pool.setdefault(candidate.memory.memory_id, _Candidate(candidate.memory))
+        entry.text = candidate.score / best_text if best_text > 0 else 0.0
+        entry.text_rank = rank
+
+    def fused(entry: _Candidate) -> float:
+        if method == "rrf":
+            total = sum(1.0 / (rrf_k + r) for r in (entry.vector_rank, entry.text_rank) if r)
+            return total / (2.0 / (rrf_k + 1))
+        return vector_weight * (entry.vector or 0.0) + (1.0 - vector_weight) * (entry.text or 0.0)
+
+    scored = sorted(((fused(e), e) for e in pool.values()), key=lambda p: (-p[0], p[1].memory.memory_id))
+    hits: list[Hit] = []
+    for score, entry in scored:
+        if len(hits) == k:
+            break
+        if score < min_score:
+            continue
+        hits.append(
+            Hit(
+                entry.memory,
+                min(1.0, score),
+                len(hits) + 1,
+                vector_score=entry.vector,
+                text_score=entry.text,
+            )
+        )
+    return hits

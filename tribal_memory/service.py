@@ -1,0 +1,495 @@
+"""MemoryService: the one orchestrator every interface (HTTP, CLI, MCP) calls.
+
+It validates input, embeds text, hands vectors to the store, fuses search
+results and keeps the SQL side (relations, learned tables) consistent with the
+memories. The core is synchronous; the HTTP layer runs it in worker threads.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Literal
+
+import numpy as np
+
+from tribal_memory.config import Settings
+from tribal_memory.db import Database, make_engine, migrate
+from tribal_memory.embeddings.base import Embedder, Vector
+from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
+from tribal_memory.errors import Conflict, InvalidInput, NotFound, StoreUnavailable, TooLarge
+from tribal_memory.graph import RelationGraph
+from tribal_memory.learned import forget_learned
+from tribal_memory.models import (
+    MEMORY_KINDS,
+    SHARED_OWNER,
+    CaptureResult,
+    Hit,
+    Memory,
+    MemoryInput,
+    MemoryPatch,
+    Neighbor,
+    Relation,
+    SearchFilters,
+    SearchResult,
+    StoreStats,
+    memory_id_for,
+)
+from tribal_memory.retrieval import fuse, text_hits, vector_hits
+from tribal_memory.store.lancedb import LanceMemoryStore
+
+SearchMode = Literal["hybrid", "vector", "text"]
+_MAX_OWNER_CHARS = 128
+_MAX_TAG_CHARS = 64
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+class MemoryService:
+    """Capture, recall, search and relate memories.
+
+    Args:
+        settings: Configuration (data dir, model, limits, fusion).
+        embedder: An already loaded embedder to share (tests and benchmarks
+            open many services over one model); loaded from settings if None.
+
+    Raises:
+        EmbeddingError: the embedding model cannot be loaded.
+        EmbeddingModelMismatch: the data dir was built with another model.
+        StoreUnavailable: the data dir, LanceDB or SQLite cannot be opened.
+    """
+
+    def __init__(self, settings: Settings, *, embedder: Embedder | None = None) -> None:
+        self.settings = settings
+        try:
+            settings.data_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreUnavailable(f"cannot create data dir {settings.data_dir}: {exc}") from exc
+        self.embedder = embedder or FastEmbedEmbedder(
+            settings.embedding_model,
+            threads=settings.embedding_threads,
+            batch_size=settings.embed_batch_size,
+            batch_size_long=settings.embed_batch_size_long,
+        )
+        self.store = LanceMemoryStore(
+            settings.lancedb_uri,
+            self.embedder.model_id,
+            self.embedder.dim,
+            read_consistency_s=settings.read_consistency_s,
+            ann_index_min_rows=settings.ann_index_min_rows,
+            optimize_every_rows=settings.optimize_every_rows,
+            keep_versions_s=settings.keep_versions_s,
+        )
+        engine = make_engine(settings.sqlite_path, busy_timeout_ms=settings.sqlite_busy_timeout_ms)
+        migrate(engine)
+        self.db = Database(engine)
+        self.graph = RelationGraph(self.db)
+
+    def close(self) -> None:
+        """Release database connections. The service is unusable afterwards."""
+        self.db.close()
+
+    def __enter__(self) -> MemoryService:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    # -- validation -------------------------------------------------------------
+
+    def _check_owner(self, owner: str) -> str:
+        owner = owner.strip()
+        if not owner:
+            raise InvalidInput("owner must not be empty")
+        if len(owner) > _MAX_OWNER_CHARS:
+            raise InvalidInput(f"owner is longer than {_MAX_OWNER_CHARS} characters")
+        return owner
+
+    def _check_content(self, content: str) -> str:
+        content = content.strip()
+        if not content:
+            raise InvalidInput("content must not be empty")
+        if len(content) > self.settings.max_content_chars:
+            raise TooLarge(
+                f"content has {len(content)} characters; the limit is "
+                f"{self.settings.max_content_chars} (TRIBAL_MAX_CONTENT_CHARS)"
+            )
+        return content
+
+    def _check_tags(self, tags: Sequence[str]) -> tuple[str, ...]:
+        cleaned = tuple(dict.fromkeys(t.strip() for t in tags))
+        for tag in cleaned:
+            if not tag or len(tag) > _MAX_TAG_CHARS:
+                raise InvalidInput(f"tags must be 1 to {_MAX_TAG_CHARS} characters: {tag!r}")
+        return cleaned
+
+    def _check_kind(self, kind: str) -> None:
+        if kind not in MEMORY_KINDS:
+            raise InvalidInput(f"kind must be one of {', '.join(MEMORY_KINDS)}, not {kind!r}")
+
+    def _check_k(self, k: int) -> None:
+        if k < 1:
+            raise InvalidInput("k must be at least 1")
+        if k > self.settings.max_k:
+            raise TooLarge(f"k={k} is over the limit of {self.settings.max_k} (TRIBAL_MAX_K)")
+
+    def _validated(self, item: MemoryInput, now: datetime) -> Memory:
+        owner = self._check_owner(item.owner)
+        content = self._check_content(item.content)
+        self._check_kind(item.kind)
+        return Memory(
+            memory_id=memory_id_for(owner, content),
+            content=content,
+            owner=owner,
+            kind=item.kind,
+            tags=self._check_tags(item.tags),
+            source=item.source,
+            doc_id=item.doc_id,
+            chunk_index=item.chunk_index,
+            parent_id=item.parent_id,
+            created_at=now,
+            updated_at=now,
+            event_time=item.event_time.astimezone(UTC) if item.event_time else None,
+            anchor_text="",
+            metadata=dict(item.metadata),
+        )
+
+    # -- capture ----------------------------------------------------------------
+
+    def capture(self, item: MemoryInput) -> CaptureResult:
+        """Store one memory; see :meth:`capture_batch`."""
+        return self.capture_batch([item])[0]
+
+    def capture_batch(self, items: Sequence[MemoryInput]) -> list[CaptureResult]:
+        """Store memories, idempotently, in one write.
+
+        The whole batch is validated before anything is written: one invalid
+        item rejects the batch and stores nothing. An item whose owner already
+        has the same content (same deterministic id) is reported ``"exists"``
+        and not written again. A new item whose cosine similarity to another
+        memory of the same owner (stored, or earlier in the batch) reaches
+        ``near_duplicate_threshold`` is stored and reported with
+        ``near_duplicate_of``.
+
+        Returns:
+            One result per item, in input order.
+
+        Raises:
+            InvalidInput: empty content or owner, unknown kind, bad tag.
+            TooLarge: content over ``max_content_chars`` or batch over ``max_batch_size``.
+            StoreUnavailable / EmbeddingError: the write or the embedding failed
+                (nothing of the batch is stored).
+        """
+        if len(items) > self.settings.max_batch_size:
+            raise TooLarge(
+                f"batch of {len(items)} memories is over the limit of "
+                f"{self.settings.max_batch_size} (TRIBAL_MAX_BATCH_SIZE)"
+            )
+        now = _now()
+        memories = [self._validated(item, now) for item in items]
+        stored = self.store.get(list({m.memory_id for m in memories}))
+        first_index: dict[str, int] = {}
+        new_positions: list[int] = []
+        for position, memory in enumerate(memories):
+            if memory.memory_id not in stored and memory.memory_id not in first_index:
+                first_index[memory.memory_id] = position
+                new_positions.append(position)
+        new_memories = [memories[p] for p in new_positions]
+        vectors = self.embedder.embed_batch([m.content for m in new_memories])
+        duplicates = self._near_duplicates(new_memories, vectors)
+        self.store.add(new_memories, vectors)
+
+        results: list[CaptureResult] = []
+        new_results = {
+            m.memory_id: CaptureResult(m, "created", *duplicates.get(m.memory_id, (None, None)))
+            for m in new_memories
+        }
+        for position, memory in enumerate(memories):
+            if memory.memory_id in stored:
+                results.append(CaptureResult(stored[memory.memory_id], "exists"))
+            elif first_index[memory.memory_id] == position:
+                results.append(new_results[memory.memory_id])
+            else:
+                results.append(CaptureResult(new_results[memory.memory_id].memory, "exists"))
+        return results
+
+    def _near_duplicates(
+        self, memories: Sequence[Memory], vectors: Vector
+    ) -> dict[str, tuple[str, float]]:
+        """Most similar other memory of the same owner at or above the threshold."""
+        threshold = self.settings.near_duplicate_threshold
+        if threshold >= 1.0 or not memories:
+            return {}
+        found: dict[str, tuple[str, float]] = {}
+        similarity = vectors @ vectors.T
+        for i, memory in enumerate(memories):
+            best: tuple[str, float] | None = None
+            for j in range(i):
+                if memories[j].owner == memory.owner and similarity[i, j] >= threshold:
+                    if best is None or similarity[i, j] > best[1]:
+                        best = (memories[j].memory_id, float(similarity[i, j]))
+            own = SearchFilters(owner=memory.owner, include_shared=False)
+            for candidate in self.store.vector_search(vectors[i], own, 1):
+                if candidate.score >= threshold and (best is None or candidate.score > best[1]):
+                    best = (candidate.memory.memory_id, min(1.0, candidate.score))
+            if best is not None:
+                found[memory.memory_id] = best
+        return found
+
+    # -- read, update, delete ---------------------------------------------------
+
+    def get(self, memory_id: str, *, owner: str | None = None) -> Memory:
+        """The memory with ``memory_id``.
+
+        Args:
+            owner: When given, only that owner's and shared memories are visible.
+
+        Raises:
+            NotFound: no such memory, or not visible to ``owner``.
+        """
+        memory = self.store.get([memory_id]).get(memory_id)
+        if memory is None or not _visible(memory, owner):
+            raise NotFound(f"no memory with id {memory_id}")
+        return memory
+
+    def update(self, memory_id: str, patch: MemoryPatch, *, owner: str | None = None) -> Memory:
+        """Change fields of a memory; the id stays. New content is re-embedded.
+
+        Everything learned that points at the memory (cache entries, query
+        weights, anchors) is invalidated in the same call.
+
+        Raises:
+            NotFound: no such memory visible to ``owner``.
+            Conflict: the new content equals another memory of the same owner.
+            InvalidInput / TooLarge: as for capture.
+        """
+        current = self.get(memory_id, owner=owner)
+        changes: dict[str, object] = {"updated_at": _now()}
+        vector = None
+        if patch.content is not None:
+            content = self._check_content(patch.content)
+            if content != current.content:
+                twin = memory_id_for(current.owner, content)
+                if twin != memory_id and self.store.get([twin]):
+                    raise Conflict(f"memory {twin} of this owner already has that content")
+                changes["content"] = content
+                vector = self.embedder.embed(content)
+        if patch.tags is not None:
+            changes["tags"] = self._check_tags(patch.tags)
+        if patch.kind is not None:
+            self._check_kind(patch.kind)
+            changes["kind"] = patch.kind
+        if patch.source is not None:
+            changes["source"] = patch.source
+        if patch.event_time is not None:
+            changes["event_time"] = patch.event_time.astimezone(UTC)
+        if patch.metadata is not None:
+            changes["metadata"] = dict(patch.metadata)
+        updated = dataclasses.replace(current, **changes)  # type: ignore[arg-type]
+        self.store.replace(updated, vector)
+        forget_learned(self.db, [memory_id])
+        return updated
+
+    def delete(self, memory_id: str, *, owner: str | None = None) -> None:
+        """Delete a memory with its relations and everything learned that points at it.
+
+        Raises:
+            NotFound: no such memory visible to ``owner``.
+        """
+        self.get(memory_id, owner=owner)
+        self.store.delete([memory_id])
+        self.graph.forget(memory_id)
+        forget_learned(self.db, [memory_id])
+
+    # -- retrieval --------------------------------------------------------------
+
+    def recall(
+        self,
+        query: str,
+        *,
+        k: int = 10,
+        filters: SearchFilters | None = None,
+        min_score: float = 0.0,
+    ) -> SearchResult:
+        """Embedding-similarity recall.
+
+        Returns:
+            Up to ``k`` hits; ``score`` = cosine similarity clipped to [0, 1]
+            (higher is closer). Hits under ``min_score`` are dropped; no match
+            gives an empty result.
+
+        Raises:
+            InvalidInput: empty query or k < 1. TooLarge: k over ``max_k``.
+        """
+        return self.search(query, k=k, filters=filters, mode="vector", min_score=min_score)
+
+    def search(
+        self,
+        query: str,
+        *,
+        k: int = 10,
+        filters: SearchFilters | None = None,
+        mode: SearchMode = "hybrid",
+        min_score: float = 0.0,
+    ) -> SearchResult:
+        """Hybrid (vector + BM25) search over memories passing ``filters``.
+
+        Both paths fetch ``max(k, candidate_pool)`` candidates over the same
+        prefilter; :func:`tribal_memory.retrieval.fuse` combines them. With
+        fewer than ``fts_min_rows`` visible memories, hybrid search runs on
+        vectors alone and reports ``fallback="vector"``.
+
+        Returns:
+            A :class:`SearchResult`; every hit has its fused ``score`` and its
+            ``vector_score``/``text_score`` parts, all in [0, 1], higher better.
+
+        Raises:
+            InvalidInput: empty query, k < 1, unknown mode, bad filter.
+            TooLarge: k over ``max_k``.
+        """
+        started = time.perf_counter()
+        query = query.strip()
+        if not query:
+            raise InvalidInput("query must not be empty")
+        if len(query) > self.settings.max_content_chars:
+            raise TooLarge(f"query is over {self.settings.max_content_chars} characters")
+        self._check_k(k)
+        if mode not in ("hybrid", "vector", "text"):
+            raise InvalidInput(f"mode must be hybrid, vector or text, not {mode!r}")
+        filters = filters or SearchFilters()
+        pool = max(k, self.settings.candidate_pool)
+        fallback: Literal["vector"] | None = None
+        if mode == "hybrid" and self.store.count(filters) < self.settings.fts_min_rows:
+            mode, fallback = "vector", "vector"
+        hits: list[Hit]
+        if mode == "text":
+            hits = text_hits(self.store.text_search(query, filters, k), k, min_score)
+        else:
+            vector = self.embedder.embed(query, query=True)
+            vector_candidates = self.store.vector_search(vector, filters, pool)
+            if mode == "vector":
+                hits = vector_hits(vector_candidates, k, min_score)
+            else:
+                hits = fuse(
+                    vector_candidates,
+                    self.store.text_search(query, filters, pool),
+                    k=k,
+                    method=self.settings.fusion,
+                    vector_weight=self.settings.vector_weight,
+                    rrf_k=self.settings.rrf_k,
+                    min_score=min_score,
+                )
+        took_ms = (time.perf_counter() - started) * 1000
+        return SearchResult(tuple(hits), mode, fallback, took_ms)
+
+    def embed_query(self, query: str) -> np.ndarray:
+        """The query embedding (shape ``(dim,)``), for callers timing the model alone."""
+        return self.embedder.embed(query, query=True)
+
+    # -- relations ----------------------------------------------------------------
+
+    def relate(
+        self,
+        source_id: str,
+        target_id: str,
+        type: str,
+        *,
+        weight: float = 1.0,
+        owner: str | None = None,
+    ) -> Relation:
+        """Add (or re-weight) the edge ``source -[type]-> target``; idempotent.
+
+        Raises:
+            NotFound: either memory does not exist or is not visible to ``owner``.
+            InvalidInput: self-relation, empty or over-long type, negative weight.
+        """
+        if source_id == target_id:
+            raise InvalidInput("a memory cannot be related to itself")
+        self.get(source_id, owner=owner)
+        self.get(target_id, owner=owner)
+        return self.graph.relate(source_id, target_id, type, weight)
+
+    def unrelate(
+        self, source_id: str, target_id: str, type: str, *, owner: str | None = None
+    ) -> None:
+        """Remove one edge.
+
+        Raises:
+            NotFound: no such edge, or a memory not visible to ``owner``.
+        """
+        self.get(source_id, owner=owner)
+        if not self.graph.unrelate(source_id, target_id, type):
+            raise NotFound(f"no relation {source_id} -[{type}]-> {target_id}")
+
+    def relations(self, memory_id: str, *, owner: str | None = None) -> list[Relation]:
+        """Edges touching the memory (either direction), newest first.
+
+        Raises:
+            NotFound: no such memory visible to ``owner``.
+        """
+        self.get(memory_id, owner=owner)
+        return self.graph.edges_of([memory_id])
+
+    def neighbors(
+        self, memory_id: str, *, steps: int = 1, owner: str | None = None
+    ) -> list[Neighbor]:
+        """Memories within ``steps`` hops over relations (either direction), BFS order.
+
+        Memories not visible to ``owner`` are neither returned nor walked through.
+
+        Raises:
+            NotFound: the start memory does not exist or is not visible.
+            InvalidInput: steps outside 1..5.
+        """
+        if not 1 <= steps <= 5:
+            raise InvalidInput("steps must be between 1 and 5")
+        self.get(memory_id, owner=owner)
+        seen = {memory_id}
+        frontier = [memory_id]
+        found: list[Neighbor] = []
+        for depth in range(1, steps + 1):
+            reached: dict[str, Relation] = {}
+            for edge in self.graph.edges_of(frontier):
+                for other in (edge.source_id, edge.target_id):
+                    if other not in seen and other not in reached:
+                        reached[other] = edge
+            memories = self.store.get(list(reached))
+            frontier = []
+            for other, edge in reached.items():
+                memory = memories.get(other)
+                seen.add(other)
+                if memory is not None and _visible(memory, owner):
+                    found.append(Neighbor(memory, depth, edge))
+                    frontier.append(other)
+            if not frontier:
+                break
+        return found
+
+    # -- maintenance ------------------------------------------------------------
+
+    def stats(self) -> StoreStats:
+        """Counts per owner and kind, relation count, model and index state."""
+        indexes = self.store.index_state()
+        return StoreStats(
+            memories=self.store.count(),
+            owners=self.store.group_counts("owner"),
+            kinds=self.store.group_counts("kind"),
+            relations=self.graph.count(),
+            embedding_model=self.embedder.model_id,
+            embedding_dim=self.embedder.dim,
+            fts_indexed=indexes["fts"],
+            ann_indexed=indexes["ann"],
+            table_version=self.store.version,
+        )
+
+    def optimize(self) -> None:
+        """Fold new rows into the indexes and drop old versions (see the store)."""
+        self.store.optimize()
+
+
+def _visible(memory: Memory, owner: str | None) -> bool:
+    return owner is None or memory.owner in (owner, SHARED_OWNER)

@@ -1,0 +1,65 @@
+"""The memory store seam: where memories and their vectors live.
+
+A store never embeds: the service hands it vectors. It returns raw candidates
+(cosine similarity or BM25 score); fusion happens in :mod:`tribal_memory.retrieval`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from tribal_memory.embeddings.base import Vector
+from tribal_memory.models import Memory, SearchFilters
+
+
+@dataclass(frozen=True, slots=True)
+class ScoredMemory:
+    """A candidate from one retrieval path.
+
+    ``score`` is cosine similarity in [-1, 1] for vector search and a raw BM25
+    score (>= 0, unbounded, higher is better) for full-text search.
+    """
+
+    memory: Memory
+    score: float
+
+
+class MemoryStore(Protocol):
+    """Storage of memories with vector and full-text (BM25) search."""
+
+    model_id: str
+    dim: int
+
+    def add(self, memories: Sequence[Memory], vectors: Vector) -> None:
+        """Insert memories; ``vectors`` has shape ``(len(memories), dim)``.
+
+        Raises:
+            StoreUnavailable: the write failed; nothing of the batch is visible.
+        """
+
+    def replace(self, memory: Memory, vector: Vector | None) -> None:
+        """Overwrite the stored memory with the same id (``vector`` None: keep the old one).
+
+        Raises:
+            NotFound: no memory with that id.
+        """
+
+    def delete(self, memory_ids: Sequence[str]) -> int:
+        """Delete memories by id; returns how many existed. Unknown ids are ignored."""
+
+    def get(self, memory_ids: Sequence[str]) -> dict[str, Memory]:
+        """Memories by id; ids not stored are absent from the result (a miss is not an error)."""
+
+    def vector_search(self, vector: Vector, filters: SearchFilters, k: int) -> list[ScoredMemory]:
+        """Top ``k`` by cosine similarity to ``vector`` (shape ``(dim,)``), best first."""
+
+    def text_search(self, query: str, filters: SearchFilters, k: int) -> list[ScoredMemory]:
+        """Top ``k`` by BM25 over memory text, best first; [] when nothing matches."""
+
+    def count(self, filters: SearchFilters | None = None) -> int:
+        """Number of memories passing ``filters`` (all memories when None)."""
+
+    def optimize(self) -> None:
+        """Fold new rows into the indexes, compact files and drop old versions."""

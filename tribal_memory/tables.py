@@ -1,0 +1,103 @@
+"""SQLAlchemy 2.0 typed tables: relations and the learned layer (DESIGN §2).
+
+Schema changes go through Alembic migrations in ``migrations/``; this module
+is their source of truth (``target_metadata``) and is never used to create
+tables directly. ORM objects stay inside the modules that query them.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import JSON, DateTime, Float, Index, Integer, String, Text
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+def utcnow() -> datetime:
+    """The current time, timezone-aware UTC."""
+    return datetime.now(UTC)
+
+
+class Base(DeclarativeBase):
+    """Declarative base; ``Base.metadata`` is Alembic's target."""
+
+
+class RelationRow(Base):
+    """A typed edge between two memories; unique per (source, target, type)."""
+
+    __tablename__ = "relations"
+
+    source_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    target_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    type: Mapped[str] = mapped_column(String(64), primary_key=True)
+    weight: Mapped[float] = mapped_column(Float, default=1.0)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    __table_args__ = (Index("ix_relations_target", "target_id"),)
+
+
+class QueryCacheRow(Base):
+    """A normalised query and the memories that answered it, with outcome counts."""
+
+    __tablename__ = "query_cache"
+
+    owner: Mapped[str] = mapped_column(String(128), primary_key=True)
+    query_key: Mapped[str] = mapped_column(String(512), primary_key=True)
+    query_text: Mapped[str] = mapped_column(Text)
+    memory_ids: Mapped[list[str]] = mapped_column(JSON, default=list)
+    success_count: Mapped[int] = mapped_column(Integer, default=0)
+    failure_count: Mapped[int] = mapped_column(Integer, default=0)
+    last_success: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+class RetrievalEventRow(Base):
+    """One logged retrieval: the query, the variant that served it, its ranked results."""
+
+    __tablename__ = "retrieval_events"
+
+    retrieval_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    owner: Mapped[str] = mapped_column(String(128), index=True)
+    query: Mapped[str] = mapped_column(Text)
+    variant: Mapped[str] = mapped_column(String(32))
+    results: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)
+    used_ids: Mapped[list[str] | None] = mapped_column(JSON, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    feedback_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+class QueryFactWeightRow(Base):
+    """Reinforcement weight of a (normalised query, memory) pair."""
+
+    __tablename__ = "query_fact_weights"
+
+    owner: Mapped[str] = mapped_column(String(128), primary_key=True)
+    query_key: Mapped[str] = mapped_column(String(512), primary_key=True)
+    memory_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    weight: Mapped[float] = mapped_column(Float, default=0.0)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    __table_args__ = (Index("ix_query_fact_weights_memory", "memory_id"),)
+
+
+class FactAnchorRow(Base):
+    """A query text attached to a memory so the memory is findable by it."""
+
+    __tablename__ = "fact_anchors"
+
+    memory_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    anchor_text: Mapped[str] = mapped_column(String(1024), primary_key=True)
+    source: Mapped[str] = mapped_column(String(16), default="learned")
+    confidence: Mapped[float] = mapped_column(Float, default=0.0)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class QueryExpansionRow(Base):
+    """A learned keyword variant of a normalised query."""
+
+    __tablename__ = "query_expansions"
+
+    owner: Mapped[str] = mapped_column(String(128), primary_key=True)
+    query_key: Mapped[str] = mapped_column(String(512), primary_key=True)
+    expansion: Mapped[str] = mapped_column(String(1024), primary_key=True)
+    weight: Mapped[float] = mapped_column(Float, default=0.0)
