@@ -1,0 +1,96 @@
+"""The Litestar application factory.
+
+``create_app(settings)`` builds the app; the :class:`MemoryService` is opened
+in the lifespan (in a worker thread: loading the model blocks) and closed on
+shutdown. Handlers are synchronous and run with ``sync_to_thread=True``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from functools import partial
+from typing import Any
+
+import anyio.to_thread
+from litestar import Litestar, Request
+from litestar.datastructures import State
+from litestar.exceptions import ValidationException
+
+from tribal_memory.api.deps import DEPENDENCIES, SERVICE_STATE_KEY
+from tribal_memory.api.docs import openapi_config, swagger_static_router
+from tribal_memory.api.errors import EXCEPTION_HANDLERS
+from tribal_memory.api.health import health
+from tribal_memory.api.memories import MemoriesController
+from tribal_memory.api.relations import RelationsController
+from tribal_memory.api.retrieval import RetrievalController
+from tribal_memory.api.stats import stats
+from tribal_memory.config import Settings
+from tribal_memory.embeddings.base import Embedder
+from tribal_memory.service import MemoryService
+
+_BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+async def require_utf8_body(request: Request[Any, Any, Any]) -> None:
+    """Reject a request body that is not valid UTF-8 with a 400 before it is parsed.
+
+    msgspec raises ``UnicodeDecodeError`` (not a decode error) on such bodies,
+    which would otherwise surface as a 500. Reading the body here also enforces
+    ``request_max_body_size`` (413). The body is cached for the handler.
+
+    Raises:
+        ValidationException: the body is not UTF-8 (400 invalid_request).
+    """
+    if request.method not in _BODY_METHODS:
+        return
+    body = await request.body()
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValidationException(f"request body is not valid UTF-8: {exc.reason}") from exc
+
+
+def create_app(settings: Settings, *, embedder: Embedder | None = None) -> Litestar:
+    """Build the HTTP API over the data dir and model named by ``settings``.
+
+    Args:
+        settings: Configuration; ``max_request_bytes`` caps request bodies (413).
+        embedder: An already loaded embedder to share (tests); loaded from
+            ``settings.embedding_model`` at startup if None.
+
+    Returns:
+        The app. Starting it (lifespan startup) opens the service and raises
+        what :class:`MemoryService` raises: ``EmbeddingError``,
+        ``EmbeddingModelMismatch`` (the data dir was built with another model),
+        ``StoreUnavailable``.
+    """
+
+    @asynccontextmanager
+    async def service_lifespan(app: Litestar) -> AsyncIterator[None]:
+        open_service = partial(MemoryService, settings, embedder=embedder)
+        service = await anyio.to_thread.run_sync(open_service)
+        app.state[SERVICE_STATE_KEY] = service
+        try:
+            yield
+        finally:
+            del app.state[SERVICE_STATE_KEY]
+            await anyio.to_thread.run_sync(service.close)
+
+    return Litestar(
+        route_handlers=[
+            MemoriesController,
+            RetrievalController,
+            RelationsController,
+            stats,
+            health,
+            swagger_static_router(),
+        ],
+        dependencies=DEPENDENCIES,
+        exception_handlers=EXCEPTION_HANDLERS,
+        before_request=require_utf8_body,
+        lifespan=[service_lifespan],
+        openapi_config=openapi_config(),
+        request_max_body_size=settings.max_request_bytes,
+        state=State({"max_request_bytes": settings.max_request_bytes}),
+    )

@@ -1,0 +1,118 @@
+"""Memories: capture (single and batch), get, patch, delete under ``/v1/memories``."""
+
+from __future__ import annotations
+
+from litestar import Controller, Response, delete, get, patch, post
+from litestar.openapi.datastructures import ResponseSpec
+from litestar.params import FromPath, JSONBody
+from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED, HTTP_204_NO_CONTENT
+
+from tribal_memory.api.convert import capture_out, memory_out
+from tribal_memory.api.deps import Owner, Service
+from tribal_memory.api.errors import error_responses
+from tribal_memory.api.schemas import (
+    BatchCaptureOut,
+    BatchCaptureRequest,
+    CaptureOut,
+    CaptureRequest,
+    MemoryOut,
+    PatchRequest,
+)
+
+_EXISTS = ResponseSpec(
+    data_container=CaptureOut,
+    generate_examples=False,
+    description="The owner already had this content (status: exists); nothing was written.",
+)
+
+
+class MemoriesController(Controller):
+    """CRUD over memories. Ids are the UUIDs returned by capture."""
+
+    path = "/v1/memories"
+    tags = ["memories"]
+
+    @post(
+        "/",
+        sync_to_thread=True,
+        status_code=HTTP_201_CREATED,
+        responses={HTTP_200_OK: _EXISTS, **error_responses(400, 413, 503)},
+    )
+    def capture(self, data: JSONBody[CaptureRequest], service: Service) -> Response[CaptureOut]:
+        """Capture one memory, idempotently.
+
+        Returns 201 with ``status: "created"`` for a new memory, 200 with
+        ``status: "exists"`` when the owner already has the same content.
+
+        Raises:
+            400 invalid_input (empty content/owner, bad tag), 413 too_large
+            (content over ``max_content_chars``), 503 store/embedding unavailable.
+        """
+        result = service.capture(data.to_input())
+        status = HTTP_201_CREATED if result.status == "created" else HTTP_200_OK
+        return Response(capture_out(result), status_code=status)
+
+    @post(
+        "/batch",
+        sync_to_thread=True,
+        status_code=HTTP_200_OK,
+        responses=error_responses(400, 413, 503),
+    )
+    def capture_batch(
+        self, data: JSONBody[BatchCaptureRequest], service: Service
+    ) -> BatchCaptureOut:
+        """Capture many memories in one write; one invalid item rejects the whole batch.
+
+        Returns one result per item, in request order, each ``created`` or ``exists``.
+
+        Raises:
+            400 invalid_input, 413 too_large (batch over ``max_batch_size`` or
+            content over ``max_content_chars``), 503 store/embedding unavailable.
+        """
+        results = service.capture_batch([item.to_input() for item in data.memories])
+        return BatchCaptureOut(results=[capture_out(result) for result in results])
+
+    @get("/{memory_id:str}", sync_to_thread=True, responses=error_responses(404))
+    def get_memory(
+        self, memory_id: FromPath[str], service: Service, owner: Owner = None
+    ) -> MemoryOut:
+        """The memory with this id.
+
+        Raises:
+            404 not_found: no such memory, or not visible to ``owner``.
+        """
+        return memory_out(service.get(memory_id, owner=owner))
+
+    @patch("/{memory_id:str}", sync_to_thread=True, responses=error_responses(400, 404, 409, 413))
+    def update_memory(
+        self,
+        memory_id: FromPath[str],
+        data: JSONBody[PatchRequest],
+        service: Service,
+        owner: Owner = None,
+    ) -> MemoryOut:
+        """Change fields of a memory (absent fields stay); new content is re-embedded.
+
+        Returns the updated memory; its id does not change.
+
+        Raises:
+            404 not_found, 409 conflict (content equals another memory of the
+            owner), 400 invalid_input, 413 too_large.
+        """
+        return memory_out(service.update(memory_id, data.to_patch(), owner=owner))
+
+    @delete(
+        "/{memory_id:str}",
+        sync_to_thread=True,
+        status_code=HTTP_204_NO_CONTENT,
+        responses=error_responses(404),
+    )
+    def delete_memory(
+        self, memory_id: FromPath[str], service: Service, owner: Owner = None
+    ) -> None:
+        """Delete a memory, its relations and everything learned about it (204).
+
+        Raises:
+            404 not_found: no such memory, or not visible to ``owner``.
+        """
+        service.delete(memory_id, owner=owner)

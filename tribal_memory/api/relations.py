@@ -1,0 +1,116 @@
+"""Relations: typed, weighted edges between memories, and graph neighbours."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from litestar import Controller, delete, get, post
+from litestar.params import FromPath, FromQuery, JSONBody, QueryParameter
+from litestar.status_codes import HTTP_200_OK, HTTP_204_NO_CONTENT
+
+from tribal_memory.api.convert import neighbor_out, relation_out
+from tribal_memory.api.deps import Owner, Service
+from tribal_memory.api.errors import error_responses
+from tribal_memory.api.schemas import (
+    NeighborsOut,
+    RelateRequest,
+    RelationKey,
+    RelationOut,
+    RelationsOut,
+)
+from tribal_memory.errors import InvalidInput
+
+
+class RelationsController(Controller):
+    """Create and remove edges; list a memory's edges and neighbours."""
+
+    path = "/v1"
+    tags = ["relations"]
+
+    @post(
+        "/relations",
+        sync_to_thread=True,
+        status_code=HTTP_200_OK,
+        responses=error_responses(400, 404),
+    )
+    def relate(
+        self, data: JSONBody[RelateRequest], service: Service, owner: Owner = None
+    ) -> RelationOut:
+        """Add the edge ``source_id -[type]-> target_id``, or re-weight it if it exists.
+
+        An upsert, so the answer is 200 either way, with the stored edge.
+
+        Raises:
+            404 not_found: either memory missing or not visible to ``owner``.
+            400 invalid_input: self-relation, empty or over-long type.
+        """
+        relation = service.relate(
+            data.source_id, data.target_id, data.type, weight=data.weight, owner=owner
+        )
+        return relation_out(relation)
+
+    @delete(
+        "/relations",
+        sync_to_thread=True,
+        status_code=HTTP_204_NO_CONTENT,
+        responses=error_responses(400, 404),
+    )
+    def unrelate(
+        self,
+        service: Service,
+        data: JSONBody[RelationKey | None] = None,
+        source_id: FromQuery[str | None] = None,
+        target_id: FromQuery[str | None] = None,
+        relation_type: Annotated[str | None, QueryParameter(name="type")] = None,
+        owner: Owner = None,
+    ) -> None:
+        """Remove one edge (204), named in the JSON body or the query string.
+
+        The query parameters are ``source_id``, ``target_id`` and ``type``.
+
+        Raises:
+            404 not_found: no such edge. 400 invalid_input: the edge is not named.
+        """
+        if data is None:
+            if source_id is None or target_id is None or relation_type is None:
+                raise InvalidInput("name the relation: source_id, target_id and type")
+            data = RelationKey(source_id=source_id, target_id=target_id, type=relation_type)
+        service.unrelate(data.source_id, data.target_id, data.type, owner=owner)
+
+    @get(
+        "/memories/{memory_id:str}/relations",
+        sync_to_thread=True,
+        responses=error_responses(404),
+    )
+    def relations(
+        self, memory_id: FromPath[str], service: Service, owner: Owner = None
+    ) -> RelationsOut:
+        """Edges touching the memory in either direction, newest first (empty: none).
+
+        Raises:
+            404 not_found: no such memory visible to ``owner``.
+        """
+        edges = service.relations(memory_id, owner=owner)
+        return RelationsOut(relations=[relation_out(edge) for edge in edges])
+
+    @get(
+        "/memories/{memory_id:str}/neighbors",
+        sync_to_thread=True,
+        responses=error_responses(400, 404),
+    )
+    def neighbors(
+        self,
+        memory_id: FromPath[str],
+        service: Service,
+        steps: Annotated[int, QueryParameter(description="Hops, 1 to 5.")] = 1,
+        owner: Owner = None,
+    ) -> NeighborsOut:
+        """Memories within ``steps`` hops over relations (either direction), nearest first.
+
+        Memories not visible to ``owner`` are neither returned nor walked through.
+
+        Raises:
+            404 not_found: the start memory is missing. 400 invalid_input: steps outside 1..5.
+        """
+        found = service.neighbors(memory_id, steps=steps, owner=owner)
+        return NeighborsOut(neighbors=[neighbor_out(neighbor) for neighbor in found])

@@ -1,0 +1,67 @@
+"""Retrieval: ``POST /v1/recall`` (embeddings only) and ``POST /v1/search`` (hybrid)."""
+
+from __future__ import annotations
+
+from litestar import Controller, post
+from litestar.params import JSONBody
+from litestar.status_codes import HTTP_200_OK
+
+from tribal_memory.api.convert import search_out
+from tribal_memory.api.deps import Service
+from tribal_memory.api.errors import error_responses
+from tribal_memory.api.schemas import RecallRequest, SearchOut, SearchRequest
+
+
+class RetrievalController(Controller):
+    """Ranked retrieval over the memories passing the request's filters."""
+
+    path = "/v1"
+    tags = ["retrieval"]
+
+    @post(
+        "/recall",
+        sync_to_thread=True,
+        status_code=HTTP_200_OK,
+        responses=error_responses(400, 413, 503),
+    )
+    def recall(self, data: JSONBody[RecallRequest], service: Service) -> SearchOut:
+        """Embedding-similarity recall.
+
+        Returns up to ``k`` hits, ``score`` = cosine similarity clipped to
+        [0, 1] (higher is closer); hits under ``min_score`` are dropped. No
+        match is an empty ``hits`` list, not an error. ``mode`` is ``vector``.
+
+        Raises:
+            400 invalid_input (empty query, k < 1), 413 too_large (k over
+            ``max_k``, query over ``max_content_chars``), 503 embedding unavailable.
+        """
+        result = service.recall(
+            data.query, k=data.k, filters=data.to_filters(), min_score=data.min_score
+        )
+        return search_out(result)
+
+    @post(
+        "/search",
+        sync_to_thread=True,
+        status_code=HTTP_200_OK,
+        responses=error_responses(400, 413, 503),
+    )
+    def search(self, data: JSONBody[SearchRequest], service: Service) -> SearchOut:
+        """Hybrid (vector + BM25), vector-only or text-only search.
+
+        Returns up to ``k`` hits, best first; each has its fused ``score`` and
+        the ``vector_score``/``text_score`` parts, all in [0, 1], higher better.
+        With too few visible memories for BM25, hybrid search runs on vectors
+        alone and says so with ``fallback: "vector"``. No match is an empty list.
+
+        Raises:
+            400 invalid_input, 413 too_large (k over ``max_k``), 503 unavailable.
+        """
+        result = service.search(
+            data.query,
+            k=data.k,
+            filters=data.to_filters(),
+            mode=data.mode,
+            min_score=data.min_score,
+        )
+        return search_out(result)

@@ -1,0 +1,303 @@
+"""Request and response bodies of the HTTP API (msgspec Structs).
+
+Request structs reject unknown fields, so a misspelt filter is a 400 rather
+than a silently ignored option. Times are RFC 3339 strings with a timezone on
+the way in and UTC (``...Z``) on the way out. Every score is in [0, 1], higher
+is better.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+import msgspec
+
+from tribal_memory.models import (
+    SHARED_OWNER,
+    MemoryInput,
+    MemoryKind,
+    MemoryPatch,
+    SearchFilters,
+)
+
+AwareDatetime = Annotated[datetime, msgspec.Meta(tz=True)]
+"""A datetime that must carry a timezone (naive times are ambiguous)."""
+Score = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
+
+
+class _Request(msgspec.Struct, forbid_unknown_fields=True):
+    """Base of request bodies: unknown fields are an error."""
+
+
+# -- errors ---------------------------------------------------------------------
+
+
+class ErrorOut(msgspec.Struct):
+    """Every error response: a stable ``error`` code, a human ``detail`` and the HTTP ``status``."""
+
+    error: str
+    detail: str
+    status: int
+
+
+# -- memories -------------------------------------------------------------------
+
+
+class CaptureRequest(_Request):
+    """One memory to capture. ``content`` must be non-empty after stripping."""
+
+    content: str
+    owner: str = SHARED_OWNER
+    kind: MemoryKind = "fact"
+    tags: list[str] = msgspec.field(default_factory=list)
+    source: str | None = None
+    doc_id: str | None = None
+    chunk_index: int | None = None
+    parent_id: str | None = None
+    event_time: AwareDatetime | None = None
+    metadata: dict[str, Any] = msgspec.field(default_factory=dict)
+
+    def to_input(self) -> MemoryInput:
+        """The core :class:`MemoryInput` for this request."""
+        return MemoryInput(
+            content=self.content,
+            owner=self.owner,
+            kind=self.kind,
+            tags=tuple(self.tags),
+            source=self.source,
+            doc_id=self.doc_id,
+            chunk_index=self.chunk_index,
+            parent_id=self.parent_id,
+            event_time=self.event_time,
+            metadata=dict(self.metadata),
+        )
+
+
+class BatchCaptureRequest(_Request):
+    """Memories to capture in one write (all or nothing)."""
+
+    memories: list[CaptureRequest]
+
+
+class PatchRequest(_Request):
+    """Fields to change; an absent (or null) field is left as it is."""
+
+    content: str | None = None
+    tags: list[str] | None = None
+    kind: MemoryKind | None = None
+    source: str | None = None
+    event_time: AwareDatetime | None = None
+    metadata: dict[str, Any] | None = None
+
+    def to_patch(self) -> MemoryPatch:
+        """The core :class:`MemoryPatch` for this request."""
+        return MemoryPatch(
+            content=self.content,
+            tags=tuple(self.tags) if self.tags is not None else None,
+            kind=self.kind,
+            source=self.source,
+            event_time=self.event_time,
+            metadata=dict(self.metadata) if self.metadata is not None else None,
+        )
+
+
+class MemoryOut(msgspec.Struct):
+    """A stored memory."""
+
+    memory_id: str
+    content: str
+    owner: str
+    kind: str
+    tags: list[str]
+    source: str | None
+    doc_id: str | None
+    chunk_index: int | None
+    parent_id: str | None
+    created_at: datetime
+    updated_at: datetime
+    event_time: datetime | None
+    anchor_text: str
+    metadata: dict[str, Any]
+
+
+class CaptureOut(msgspec.Struct):
+    """Outcome of one capture.
+
+    ``status``: ``created`` (new) or ``exists`` (same owner and content already
+    stored; nothing written). ``near_duplicate_of``/``near_duplicate_score``
+    name the most similar other memory of the owner when their cosine
+    similarity (in [0, 1]) reached the near-duplicate threshold, else null.
+    """
+
+    memory: MemoryOut
+    status: Literal["created", "exists"]
+    near_duplicate_of: str | None
+    near_duplicate_score: float | None
+
+
+class BatchCaptureOut(msgspec.Struct):
+    """One result per captured memory, in request order."""
+
+    results: list[CaptureOut]
+
+
+# -- retrieval ------------------------------------------------------------------
+
+
+class RecallRequest(_Request):
+    """A query plus prefilters (combined with AND).
+
+    ``owner``: the caller; results hold its memories plus shared ones (unless
+    ``include_shared`` is false); null searches every owner. ``tags``: any of
+    them. ``kinds``/``sources``: exact matches. ``since``/``until``: inclusive
+    bounds on ``event_time`` (or ``created_at`` when it has none). Hits scoring
+    under ``min_score`` are dropped.
+    """
+
+    query: str
+    k: int = 10
+    owner: str | None = None
+    include_shared: bool = True
+    tags: list[str] = msgspec.field(default_factory=list)
+    kinds: list[MemoryKind] = msgspec.field(default_factory=list)
+    sources: list[str] = msgspec.field(default_factory=list)
+    since: AwareDatetime | None = None
+    until: AwareDatetime | None = None
+    min_score: Score = 0.0
+
+    def to_filters(self) -> SearchFilters:
+        """The core :class:`SearchFilters` for this request."""
+        return SearchFilters(
+            owner=self.owner,
+            include_shared=self.include_shared,
+            tags=tuple(self.tags),
+            kinds=tuple(self.kinds),
+            sources=tuple(self.sources),
+            since=self.since,
+            until=self.until,
+        )
+
+
+class SearchRequest(RecallRequest):
+    """A recall request plus the ranking ``mode``: hybrid (vector + BM25), vector or text."""
+
+    mode: Literal["hybrid", "vector", "text"] = "hybrid"
+
+
+class HitOut(msgspec.Struct):
+    """One ranked memory.
+
+    ``score``: fused score that ranks the hit. ``vector_score``: cosine
+    similarity clipped to [0, 1] (null when not a vector candidate).
+    ``text_score``: BM25 over the query's best BM25 (null when not a BM25
+    candidate or BM25 did not run). All in [0, 1], higher is better; ``rank``
+    is 1-based.
+    """
+
+    memory_id: str
+    content: str
+    owner: str
+    kind: str
+    tags: list[str]
+    source: str | None
+    score: float
+    vector_score: float | None
+    text_score: float | None
+    rank: int
+    metadata: dict[str, Any]
+    created_at: datetime
+    updated_at: datetime
+    event_time: datetime | None
+    doc_id: str | None
+    chunk_index: int | None
+    parent_id: str | None
+
+
+class SearchOut(msgspec.Struct):
+    """Hits in rank order (empty: nothing matched) and how they were found.
+
+    ``fallback`` is ``"vector"`` when a hybrid search ran on embeddings alone
+    (too few memories for BM25), else null. ``took_ms``: server time in milliseconds.
+    """
+
+    hits: list[HitOut]
+    mode: Literal["hybrid", "vector", "text"]
+    fallback: Literal["vector"] | None
+    took_ms: float
+
+
+# -- relations ------------------------------------------------------------------
+
+
+class RelateRequest(_Request):
+    """The edge ``source_id -[type]-> target_id`` with a weight >= 0."""
+
+    source_id: str
+    target_id: str
+    type: str
+    weight: Annotated[float, msgspec.Meta(ge=0.0)] = 1.0
+
+
+class RelationKey(_Request):
+    """Identifies one edge."""
+
+    source_id: str
+    target_id: str
+    type: str
+
+
+class RelationOut(msgspec.Struct):
+    """A directed, typed, weighted edge between two memories."""
+
+    source_id: str
+    target_id: str
+    type: str
+    weight: float
+    created_at: datetime
+
+
+class RelationsOut(msgspec.Struct):
+    """Edges touching a memory (either direction), newest first."""
+
+    relations: list[RelationOut]
+
+
+class NeighborOut(msgspec.Struct):
+    """A memory ``steps`` hops away, reached over the relation ``via``."""
+
+    memory: MemoryOut
+    steps: int
+    via: RelationOut
+
+
+class NeighborsOut(msgspec.Struct):
+    """Memories reached by breadth-first search, nearest first (empty: none)."""
+
+    neighbors: list[NeighborOut]
+
+
+# -- stats and health -----------------------------------------------------------
+
+
+class StatsOut(msgspec.Struct):
+    """Counts (per owner, per kind), relation count, model and index state."""
+
+    memories: int
+    owners: dict[str, int]
+    kinds: dict[str, int]
+    relations: int
+    embedding_model: str
+    embedding_dim: int
+    fts_indexed: bool
+    ann_indexed: bool
+    table_version: int
+
+
+class HealthOut(msgspec.Struct):
+    """Liveness: ``status`` is ``ok`` whenever the server answers."""
+
+    status: Literal["ok"]
+    version: str
+    embedding_model: str
+    embedding_dim: int
