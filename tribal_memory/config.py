@@ -39,9 +39,10 @@ class Settings(BaseSettings):
     embedding_threads: int = Field(default=0, ge=0)
     """ONNX Runtime intra-op threads; 0 lets the runtime choose."""
     embed_batch_size: int = Field(default=32, ge=1, le=1024)
-    """Texts per embedding batch for short texts (facts)."""
-    embed_batch_size_long: int = Field(default=8, ge=1, le=1024)
-    """Texts per embedding batch when a batch holds long texts (chunks over 1,000 characters)."""
+    """Most texts in one embedding call (reached by short facts)."""
+    embed_batch_chars: int = Field(default=1500, ge=1)
+    """Most padded characters (texts x longest text) in one embedding call; long chunks
+    go in smaller batches."""
     hf_hub_offline: bool = True
     """Set ``HF_HUB_OFFLINE=1`` so no model load waits on a model hub."""
 

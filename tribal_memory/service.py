@@ -73,7 +73,7 @@ class MemoryService:
             settings.embedding_model,
             threads=settings.embedding_threads,
             batch_size=settings.embed_batch_size,
-            batch_size_long=settings.embed_batch_size_long,
+            batch_chars=settings.embed_batch_chars,
         )
         self.store = LanceMemoryStore(
             settings.lancedb_uri,
@@ -220,25 +220,34 @@ class MemoryService:
     def _near_duplicates(
         self, memories: Sequence[Memory], vectors: Vector
     ) -> dict[str, tuple[str, float]]:
-        """Most similar other memory of the same owner at or above the threshold."""
+        """Most similar other memory of the same owner (stored or earlier in the batch).
+
+        Returns ``{new memory id: (similar memory id, cosine similarity)}`` for
+        the memories at or above ``near_duplicate_threshold``.
+        """
         threshold = self.settings.near_duplicate_threshold
         if threshold >= 1.0 or not memories:
             return {}
-        found: dict[str, tuple[str, float]] = {}
+        best: dict[str, tuple[str, float]] = {}
+
+        def offer(memory_id: str, other_id: str, similarity: float) -> None:
+            if similarity >= threshold and similarity > best.get(memory_id, ("", -1.0))[1]:
+                best[memory_id] = (other_id, min(1.0, similarity))
+
         similarity = vectors @ vectors.T
+        by_owner: dict[str, list[int]] = {}
         for i, memory in enumerate(memories):
-            best: tuple[str, float] | None = None
-            for j in range(i):
-                if memories[j].owner == memory.owner and similarity[i, j] >= threshold:
-                    if best is None or similarity[i, j] > best[1]:
-                        best = (memories[j].memory_id, float(similarity[i, j]))
-            own = SearchFilters(owner=memory.owner, include_shared=False)
-            for candidate in self.store.vector_search(vectors[i], own, 1):
-                if candidate.score >= threshold and (best is None or candidate.score > best[1]):
-                    best = (candidate.memory.memory_id, min(1.0, candidate.score))
-            if best is not None:
-                found[memory.memory_id] = best
-        return found
+            by_owner.setdefault(memory.owner, []).append(i)
+        for owner, positions in by_owner.items():
+            for n, i in enumerate(positions):
+                for j in positions[:n]:
+                    offer(memories[i].memory_id, memories[j].memory_id, float(similarity[i, j]))
+            own = SearchFilters(owner=owner, include_shared=False)
+            nearest = self.store.vector_search_many(vectors[positions], own, 1)
+            for i, candidates in zip(positions, nearest, strict=True):
+                for candidate in candidates:
+                    offer(memories[i].memory_id, candidate.memory.memory_id, candidate.score)
+        return best
 
     # -- read, update, delete ---------------------------------------------------
 

@@ -55,6 +55,11 @@ class MemoryStore(Protocol):
     def vector_search(self, vector: Vector, filters: SearchFilters, k: int) -> list[ScoredMemory]:
         """Top ``k`` by cosine similarity to ``vector`` (shape ``(dim,)``), best first."""
 
+    def vector_search_many(
+        self, vectors: Vector, filters: SearchFilters, k: int
+    ) -> list[list[ScoredMemory]]:
+        """:meth:`vector_search` for each row of ``vectors`` (shape ``(n, dim)``), in one pass."""
+
     def text_search(self, query: str, filters: SearchFilters, k: int) -> list[ScoredMemory]:
         """Top ``k`` by BM25 over memory text, best first; [] when nothing matches."""
 

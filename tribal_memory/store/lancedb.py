@@ -307,10 +307,19 @@ class LanceMemoryStore:
 
     def vector_search(self, vector: Vector, filters: SearchFilters, k: int) -> list[ScoredMemory]:
         """See :meth:`MemoryStore.vector_search`. Scores are cosine similarity in [-1, 1]."""
+        return self.vector_search_many(np.asarray(vector, dtype=np.float32)[None, :], filters, k)[0]
+
+    def vector_search_many(
+        self, vectors: Vector, filters: SearchFilters, k: int
+    ) -> list[list[ScoredMemory]]:
+        """See :meth:`MemoryStore.vector_search_many`: one query per row of ``vectors``."""
+        if len(vectors) == 0:
+            return []
         where = filter_sql(filters)
+        matrix = np.asarray(vectors, dtype=np.float32)
         with _translated("vector search"):
             query = (
-                self._table.search(np.asarray(vector, dtype=np.float32), vector_column_name="vector")
+                self._table.search(matrix if len(matrix) > 1 else matrix[0], vector_column_name="vector")
                 .distance_type("cosine")
                 .select([*_COLUMNS, "_distance"])
                 .limit(k)
@@ -320,7 +329,12 @@ class LanceMemoryStore:
             if where:
                 query = query.where(where, prefilter=True)
             rows = query.to_list()
-        return [ScoredMemory(_to_memory(r), 1.0 - float(r["_distance"])) for r in rows]
+        results: list[list[ScoredMemory]] = [[] for _ in range(len(matrix))]
+        for row in rows:
+            results[int(row.get("query_index", 0))].append(
+                ScoredMemory(_to_memory(row), 1.0 - float(row["_distance"]))
+            )
+        return results
 
     def text_search(self, query: str, filters: SearchFilters, k: int) -> list[ScoredMemory]:
         """See :meth:`MemoryStore.text_search`. Scores are raw BM25 (>= 0)."""

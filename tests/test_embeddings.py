@@ -1,0 +1,50 @@
+"""The packaged embedding model: offline, verified, normalised, order-preserving."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tribal_memory.embeddings.fastembed import (
+    PACKAGED_ONNX_SHA256,
+    FastEmbedEmbedder,
+    _sha256,
+    packaged_model_dir,
+)
+from tribal_memory.errors import EmbeddingError
+
+
+def test_packaged_model_is_verified_and_complete(tmp_path: Path) -> None:
+    directory = packaged_model_dir(tmp_path)
+    assert _sha256(directory / "model.onnx") == PACKAGED_ONNX_SHA256
+    for name in ("tokenizer.json", "tokenizer_config.json", "config.json",
+                 "special_tokens_map.json"):
+        assert (directory / name).is_file()
+
+
+def test_vectors_are_unit_length_and_semantic(embedder: FastEmbedEmbedder) -> None:
+    vectors = embedder.embed_batch(
+        ["I like green tea", "My favourite drink is matcha", "The server crashed on Friday"]
+    )
+    assert vectors.shape == (3, 384) and vectors.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    similarity = vectors @ vectors.T
+    assert similarity[0, 1] > similarity[0, 2] + 0.2
+
+
+def test_batch_order_matches_single_embeddings(embedder: FastEmbedEmbedder) -> None:
+    texts = ["short", "a much longer sentence about the weather in Lisbon in May " * 3, "mid size"]
+    batch = embedder.embed_batch(texts)
+    singles = np.stack([embedder.embed(t) for t in texts])
+    assert np.allclose(batch, singles, atol=1e-4)
+
+
+def test_empty_batch_has_model_dimension(embedder: FastEmbedEmbedder) -> None:
+    assert embedder.embed_batch([]).shape == (0, 384)
+
+
+def test_missing_local_model_dir_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(EmbeddingError, match="model.onnx"):
+        FastEmbedEmbedder(str(tmp_path))

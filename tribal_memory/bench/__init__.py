@@ -1,0 +1,1 @@
+"""Benchmark harnesses behind ``tribal-memory bench`` (results go to ``benchmarks/``)."""
