@@ -30,7 +30,9 @@ class Settings(BaseSettings):
     ``pydantic.ValidationError`` at construction.
     """
 
-    model_config = SettingsConfigDict(env_prefix="TRIBAL_", frozen=True, extra="forbid")
+    model_config = SettingsConfigDict(
+        env_prefix="TRIBAL_", frozen=True, extra="forbid", use_attribute_docstrings=True
+    )
 
     data_dir: Path = Field(default_factory=default_data_dir)
     """Directory holding the LanceDB store (``lancedb/``) and the SQLite file."""
@@ -43,8 +45,6 @@ class Settings(BaseSettings):
     embed_batch_chars: int = Field(default=1500, ge=1)
     """Most padded characters (texts x longest text) in one embedding call; long chunks
     go in smaller batches."""
-    hf_hub_offline: bool = True
-    """Set ``HF_HUB_OFFLINE=1`` so no model load waits on a model hub."""
 
     host: str = "127.0.0.1"
     """Interface the HTTP server binds to."""

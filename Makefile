@@ -1,0 +1,33 @@
+# Quick start: `make run` (install + server + real workload), `make test` (install + tests).
+VENV ?= .venv
+PY := $(VENV)/bin/python
+DATA ?= ../shared/data/locomo-dev.json
+
+.PHONY: install run test lint bench serve clean
+
+$(VENV)/.installed: pyproject.toml
+	python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $@
+
+install: $(VENV)/.installed
+
+run: install
+	$(PY) benchmarks/demo.py --data $(DATA)
+
+serve: install
+	$(VENV)/bin/tribal-memory serve
+
+test: install
+	$(PY) -m pytest
+
+lint: install
+	$(VENV)/bin/ruff check tribal_memory tests benchmarks migrations
+	$(VENV)/bin/mypy
+
+bench: install
+	$(VENV)/bin/tribal-memory bench locomo $(DATA) --out benchmarks/results/locomo-dev.json
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

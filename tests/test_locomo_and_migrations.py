@@ -1,0 +1,87 @@
+"""LoCoMo-format parsing, benchmark metrics and the Alembic migrations."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from sqlalchemy import inspect
+
+from tribal_memory.bench.metrics import hit_at, ndcg_at, percentile, recall_at, reciprocal_rank
+from tribal_memory.db import current_revision, head_revision, make_engine, migrate
+from tribal_memory.errors import InvalidInput
+from tribal_memory.ingest.locomo import load_locomo, normalise_evidence, parse_session_date
+
+TINY = [{
+    "sample_id": "tiny-1",
+    "conversation": {
+        "speaker_a": "Ana", "speaker_b": "Ben",
+        "session_1_date_time": "1:56 pm on 8 May, 2023",
+        "session_1": [
+            {"speaker": "Ana", "dia_id": "D1:1", "text": "I adopted a cat named Miso."},
+            {"speaker": "Ben", "dia_id": "D1:2", "text": "Look!", "blip_caption": "a red kite"},
+        ],
+        "session_2_date_time": "10:00 am on 9 June, 2023",
+        "session_2": [{"speaker": "Ana", "dia_id": "D2:1", "text": "Miso likes boxes."}],
+    },
+    "qa": [
+        {"question": "What is Ana's cat called?", "answer": "Miso", "evidence": ["D1:1"],
+         "category": 4},
+        {"question": "x?", "answer": "y", "evidence": ["D1:1; D2:1"], "category": 1},
+        {"question": "adv?", "adversarial_answer": "z", "evidence": [], "category": 5},
+    ],
+}]
+
+
+def test_locomo_turns_become_dated_memories(tmp_path: Path) -> None:
+    path = tmp_path / "tiny.json"
+    path.write_text(json.dumps(TINY))
+    (sample,) = load_locomo(path)
+    assert sample.sample_id == "tiny-1"
+    assert [m.metadata["dia_id"] for m in sample.memories] == ["D1:1", "D1:2", "D2:1"]
+    first = sample.memories[0]
+    assert first.owner == "tiny-1"
+    assert first.content == "[1:56 pm on 8 May, 2023] Ana: I adopted a cat named Miso."
+    assert first.event_time is not None and first.event_time.month == 5
+    assert "a red kite" in sample.memories[1].content
+    assert sample.questions[1].evidence == ("D1:1", "D2:1")
+    assert sample.questions[2].category == 5
+
+
+def test_locomo_rejects_other_json(tmp_path: Path) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps({"not": "a list"}))
+    with pytest.raises(InvalidInput):
+        load_locomo(path)
+    with pytest.raises(InvalidInput):
+        load_locomo(tmp_path / "missing.json")
+
+
+def test_evidence_and_dates_normalise() -> None:
+    assert normalise_evidence(["D8:6; D9:17", "D8:6"]) == ("D8:6", "D9:17")
+    assert parse_session_date("not a date") is None
+
+
+def test_metrics() -> None:
+    ranked = ["a", "b", "c", "d"]
+    assert recall_at(ranked, {"b", "z"}, 2) == 0.5
+    assert hit_at(ranked, {"d"}, 3) == 0.0
+    assert reciprocal_rank(ranked, {"c"}) == pytest.approx(1 / 3)
+    assert reciprocal_rank(ranked, {"z"}) == 0.0
+    assert ndcg_at(["a"], {"a"}, 10) == 1.0
+    assert percentile([1.0, 2.0, 3.0, 4.0], 50) == 2.5
+
+
+def test_migrations_create_every_table_and_are_idempotent(tmp_path: Path) -> None:
+    engine = make_engine(tmp_path / "t.sqlite3")
+    assert current_revision(engine) is None
+    assert migrate(engine) == head_revision()
+    assert migrate(engine) == head_revision()
+    tables = set(inspect(engine).get_table_names())
+    assert {"relations", "query_cache", "retrieval_events", "query_fact_weights",
+            "fact_anchors", "query_expansions"} <= tables
+    with engine.connect() as connection:
+        assert connection.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+        assert connection.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
+    engine.dispose()
