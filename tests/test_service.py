@@ -73,7 +73,8 @@ def test_limits_raise_too_large(service: MemoryService) -> None:
     with pytest.raises(TooLarge):
         service.capture(MemoryInput("x" * (limit + 1)))
     with pytest.raises(TooLarge):
-        service.capture_batch([MemoryInput(f"fact {i}") for i in range(service.settings.max_batch_size + 1)])
+        too_many = service.settings.max_batch_size + 1
+        service.capture_batch([MemoryInput(f"fact {i}") for i in range(too_many)])
     with pytest.raises(TooLarge):
         service.search("anything", k=service.settings.max_k + 1)
     with pytest.raises(InvalidInput):

@@ -95,7 +95,9 @@ def fuse(
             return total / (2.0 / (rrf_k + 1))
         return vector_weight * (entry.vector or 0.0) + (1.0 - vector_weight) * (entry.text or 0.0)
 
-    scored = sorted(((fused(e), e) for e in pool.values()), key=lambda p: (-p[0], p[1].memory.memory_id))
+    scored = sorted(
+        ((fused(e), e) for e in pool.values()), key=lambda p: (-p[0], p[1].memory.memory_id)
+    )
     hits: list[Hit] = []
     for score, entry in scored:
         if len(hits) == k:

@@ -43,4 +43,5 @@ class Embedder(abc.ABC):
 
     def embed(self, text: str, *, query: bool = False) -> Vector:
         """Embed one text; shape ``(dim,)``. See :meth:`embed_batch`."""
-        return self.embed_batch([text], query=query)[0]
+        row: Vector = self.embed_batch([text], query=query)[0]
+        return row

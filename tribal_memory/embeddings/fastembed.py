@@ -153,7 +153,8 @@ class FastEmbedEmbedder(Embedder):
         longest = 0
         for text in ordered:
             longest = max(longest, min(len(text), _TRUNCATED_CHARS))
-            if batch and (len(batch) >= self.batch_size or longest * (len(batch) + 1) > self.batch_chars):
+            full = len(batch) >= self.batch_size or longest * (len(batch) + 1) > self.batch_chars
+            if batch and full:
                 yield batch
                 batch, longest = [], min(len(text), _TRUNCATED_CHARS)
             batch.append(text)
@@ -185,4 +186,5 @@ class FastEmbedEmbedder(Embedder):
         matrix = np.empty((len(texts), len(rows[0])), dtype=np.float32)
         matrix[order] = np.asarray(rows, dtype=np.float32)
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-        return matrix / np.maximum(norms, 1e-12)
+        normalised: Vector = matrix / np.maximum(norms, 1e-12)
+        return normalised

@@ -319,8 +319,10 @@ class LanceMemoryStore:
         matrix = np.asarray(vectors, dtype=np.float32)
         with _translated("vector search"):
             query = (
-                self._table.search(matrix if len(matrix) > 1 else matrix[0], vector_column_name="vector")
-                .distance_type("cosine")
+                self._table.search(
+                    matrix if len(matrix) > 1 else matrix[0], vector_column_name="vector"
+                )
+                .distance_type("cosine")  # type: ignore[attr-defined]  # vector builder
                 .select([*_COLUMNS, "_distance"])
                 .limit(k)
             )
@@ -343,7 +345,10 @@ class LanceMemoryStore:
         where = filter_sql(filters)
         with _translated("full-text search"):
             builder = (
-                self._table.search(MatchQuery(query, "content"), query_type="fts")
+                self._table.search(
+                    MatchQuery(query, "content"),  # type: ignore[call-arg]  # stub lacks defaults
+                    query_type="fts",
+                )
                 .select([*_COLUMNS, "_score"])
                 .limit(k)
             )
@@ -390,10 +395,7 @@ class LanceMemoryStore:
         with self._write_lock, _translated("optimize"):
             rows = self._table.count_rows()
             if rows >= self._ann_index_min_rows and not self._has_index("IVF"):
-                self._table.create_index(
-                    vector_column_name="vector",
-                    config=IvfFlat(distance_type="cosine"),
-                )
+                self._table.create_index("vector", config=IvfFlat(distance_type="cosine"))
             self._ann = self._has_index("IVF")
             self._table.optimize(cleanup_older_than=self._keep_versions)
             self._rows_since_optimize = 0
