@@ -230,3 +230,13 @@ def test_optimize_keeps_results(service: MemoryService) -> None:
     service.optimize()
     after = [h.memory.memory_id for h in service.search("green tea", k=4).hits]
     assert before == after
+
+
+def test_second_handle_sees_writes(settings: Settings, embedder: FastEmbedEmbedder) -> None:
+    fresh = settings.model_copy(update={"read_consistency_s": 0.0})
+    with MemoryService(fresh, embedder=embedder) as reader:
+        assert reader.stats().memories == 0
+        with MemoryService(fresh, embedder=embedder) as writer:
+            memory = writer.capture(FACTS[1]).memory
+        assert reader.get(memory.memory_id).content == FACTS[1].content
+        assert reader.search("DNS record", k=1, mode="text").hits[0].memory == memory
