@@ -47,7 +47,8 @@ class HashEmbedder(Embedder):
             rows.append(np.frombuffer(digest, dtype=np.uint8).astype(np.float32) + 1.0)
         matrix = np.asarray(rows, dtype=np.float32).reshape(len(texts), self.dim)
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-        return matrix / np.maximum(norms, 1e-12)
+        normalised: Vector = (matrix / np.maximum(norms, 1e-12)).astype(np.float32)
+        return normalised
 
 
 def _no_traceback(response: httpx.Response) -> None:
@@ -173,7 +174,7 @@ def test_concurrent_identical_captures_store_one_memory(client: TestClient[Lites
 
 
 def test_batch_capture(client: TestClient[Litestar]) -> None:
-    items = [
+    items: list[dict[str, Any]] = [
         {"content": "Bob lives in Lyon", "owner": "bob"},
         {"content": "Carol plays the cello", "tags": ["music"]},
         {"content": "Bob lives in Lyon", "owner": "bob"},
@@ -476,6 +477,11 @@ def test_validation_errors_name_the_field(client: TestClient[Litestar]) -> None:
     response = client.post("/v1/memories/batch", json={"memories": [{"content": 1}]})
     detail = assert_error(response, 400, "invalid_request")["detail"]
     assert "content" in detail and "str" in detail
+
+
+def test_missing_body_is_400(client: TestClient[Litestar]) -> None:
+    detail = assert_error(client.post("/v1/memories", headers=JSON), 400, "invalid_request")
+    assert "body is required" in detail["detail"]
 
 
 def test_search_request_errors(client: TestClient[Litestar]) -> None:

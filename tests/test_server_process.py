@@ -114,3 +114,32 @@ def test_capture_and_search_over_http(server: str) -> None:
         assert bad.status_code == 400
         assert bad.json()["error"] == "invalid_request"
         assert client.get("/schema/swagger").status_code == 200
+
+
+def _run_server(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tribal_memory.api.server"],
+        env={**os.environ, "TRIBAL_PORT": str(_free_port()), **env},
+        capture_output=True,
+        text=True,
+        timeout=STARTUP_TIMEOUT_S,
+        check=False,
+    )
+
+
+@pytest.mark.slow
+def test_invalid_settings_exit_cleanly(tmp_path: Path) -> None:
+    result = _run_server({"TRIBAL_DATA_DIR": str(tmp_path), "TRIBAL_PORT": "not-a-port"})
+    assert result.returncode == 2
+    assert "invalid settings" in result.stderr and "port" in result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+
+
+@pytest.mark.slow
+def test_unusable_data_dir_exits_with_a_message(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    result = _run_server({"TRIBAL_DATA_DIR": str(blocker / "data")})
+    assert result.returncode == 1
+    assert result.stderr.startswith("error: cannot create data dir")
+    assert "Traceback" not in result.stderr + result.stdout

@@ -75,8 +75,10 @@ def _validation_detail(exc: ValidationException) -> str:
     if isinstance(exc.extra, list):
         for item in exc.extra:
             if isinstance(item, dict) and "message" in item:
-                key = item.get("key")
-                problems.append(f"{item['message']} (at {key})" if key else str(item["message"]))
+                key, message = item.get("key"), str(item["message"])
+                if item.get("source") == "body" and message == f"'{key}'":
+                    message = "a JSON request body is required"  # Litestar reports a KeyError
+                problems.append(f"{message} (at {key})" if key else message)
     return f"{exc.detail}: {'; '.join(problems)}" if problems else exc.detail
 
 

@@ -14,7 +14,7 @@ def health(service: Service) -> HealthOut:
     """``{"status": "ok", ...}`` once the service is open; answers without touching the model.
 
     Raises:
-        503 store_unavailable: the service is not open.
+        StoreUnavailable: 503, the service is not open.
     """
     return HealthOut(
         status="ok",

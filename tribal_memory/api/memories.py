@@ -45,8 +45,9 @@ class MemoriesController(Controller):
         ``status: "exists"`` when the owner already has the same content.
 
         Raises:
-            400 invalid_input (empty content/owner, bad tag), 413 too_large
-            (content over ``max_content_chars``), 503 store/embedding unavailable.
+            InvalidInput: 400, empty content or owner, bad tag.
+            TooLarge: 413, content over ``max_content_chars``.
+            StoreUnavailable: 503, the write failed. EmbeddingError: 503.
         """
         result = service.capture(data.to_input())
         status = HTTP_201_CREATED if result.status == "created" else HTTP_200_OK
@@ -66,8 +67,9 @@ class MemoriesController(Controller):
         Returns one result per item, in request order, each ``created`` or ``exists``.
 
         Raises:
-            400 invalid_input, 413 too_large (batch over ``max_batch_size`` or
-            content over ``max_content_chars``), 503 store/embedding unavailable.
+            InvalidInput: 400, an item with empty content or owner, or a bad tag.
+            TooLarge: 413, batch over ``max_batch_size`` or content over ``max_content_chars``.
+            StoreUnavailable: 503, the write failed (nothing stored). EmbeddingError: 503.
         """
         results = service.capture_batch([item.to_input() for item in data.memories])
         return BatchCaptureOut(results=[capture_out(result) for result in results])
@@ -79,7 +81,7 @@ class MemoriesController(Controller):
         """The memory with this id.
 
         Raises:
-            404 not_found: no such memory, or not visible to ``owner``.
+            NotFound: 404, no such memory, or not visible to ``owner``.
         """
         return memory_out(service.get(memory_id, owner=owner))
 
@@ -96,8 +98,9 @@ class MemoriesController(Controller):
         Returns the updated memory; its id does not change.
 
         Raises:
-            404 not_found, 409 conflict (content equals another memory of the
-            owner), 400 invalid_input, 413 too_large.
+            NotFound: 404, no such memory visible to ``owner``.
+            Conflict: 409, the new content equals another memory of the owner.
+            InvalidInput: 400 / TooLarge: 413, as for capture.
         """
         return memory_out(service.update(memory_id, data.to_patch(), owner=owner))
 
@@ -113,6 +116,6 @@ class MemoriesController(Controller):
         """Delete a memory, its relations and everything learned about it (204).
 
         Raises:
-            404 not_found: no such memory, or not visible to ``owner``.
+            NotFound: 404, no such memory, or not visible to ``owner``.
         """
         service.delete(memory_id, owner=owner)

@@ -41,8 +41,8 @@ class RelationsController(Controller):
         An upsert, so the answer is 200 either way, with the stored edge.
 
         Raises:
-            404 not_found: either memory missing or not visible to ``owner``.
-            400 invalid_input: self-relation, empty or over-long type.
+            NotFound: 404, either memory missing or not visible to ``owner``.
+            InvalidInput: 400, self-relation, empty or over-long type.
         """
         relation = service.relate(
             data.source_id, data.target_id, data.type, weight=data.weight, owner=owner
@@ -69,7 +69,8 @@ class RelationsController(Controller):
         The query parameters are ``source_id``, ``target_id`` and ``type``.
 
         Raises:
-            404 not_found: no such edge. 400 invalid_input: the edge is not named.
+            NotFound: 404, no such edge (or its source is not visible to ``owner``).
+            InvalidInput: 400, neither a body nor all three query parameters.
         """
         if data is None:
             if source_id is None or target_id is None or relation_type is None:
@@ -88,7 +89,7 @@ class RelationsController(Controller):
         """Edges touching the memory in either direction, newest first (empty: none).
 
         Raises:
-            404 not_found: no such memory visible to ``owner``.
+            NotFound: 404, no such memory visible to ``owner``.
         """
         edges = service.relations(memory_id, owner=owner)
         return RelationsOut(relations=[relation_out(edge) for edge in edges])
@@ -110,7 +111,8 @@ class RelationsController(Controller):
         Memories not visible to ``owner`` are neither returned nor walked through.
 
         Raises:
-            404 not_found: the start memory is missing. 400 invalid_input: steps outside 1..5.
+            NotFound: 404, the start memory is missing or not visible.
+            InvalidInput: 400, steps outside 1..5.
         """
         found = service.neighbors(memory_id, steps=steps, owner=owner)
         return NeighborsOut(neighbors=[neighbor_out(neighbor) for neighbor in found])

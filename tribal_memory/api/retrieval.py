@@ -32,8 +32,9 @@ class RetrievalController(Controller):
         match is an empty ``hits`` list, not an error. ``mode`` is ``vector``.
 
         Raises:
-            400 invalid_input (empty query, k < 1), 413 too_large (k over
-            ``max_k``, query over ``max_content_chars``), 503 embedding unavailable.
+            InvalidInput: 400, empty query or k < 1.
+            TooLarge: 413, k over ``max_k`` or query over ``max_content_chars``.
+            EmbeddingError: 503, the query could not be embedded.
         """
         result = service.recall(
             data.query, k=data.k, filters=data.to_filters(), min_score=data.min_score
@@ -55,7 +56,9 @@ class RetrievalController(Controller):
         alone and says so with ``fallback: "vector"``. No match is an empty list.
 
         Raises:
-            400 invalid_input, 413 too_large (k over ``max_k``), 503 unavailable.
+            InvalidInput: 400, empty query or k < 1.
+            TooLarge: 413, k over ``max_k`` or query over ``max_content_chars``.
+            StoreUnavailable / EmbeddingError: 503.
         """
         result = service.search(
             data.query,

@@ -13,17 +13,26 @@ from pydantic import ValidationError
 
 from tribal_memory.api.app import create_app
 from tribal_memory.config import Settings
+from tribal_memory.errors import TribalError
+from tribal_memory.service import MemoryService
 
 
 def run(settings: Settings) -> None:
     """Serve the API on ``settings.host:settings.port`` until interrupted (blocks).
 
-    The model and stores open during startup; if that fails (e.g.
-    ``EmbeddingModelMismatch``) uvicorn logs the error and the process exits
-    with status 3.
+    The model is loaded and the stores are opened once before the server
+    starts, so a bad data dir or model fails here, as an exception, instead of
+    as a traceback in uvicorn's startup log. The loaded model is handed to the app.
+
+    Raises:
+        EmbeddingError: the embedding model cannot be loaded.
+        EmbeddingModelMismatch: the data dir was built with another model.
+        StoreUnavailable: the data dir, LanceDB or SQLite cannot be opened.
     """
+    with MemoryService(settings) as probe:
+        embedder = probe.embedder
     uvicorn.run(
-        create_app(settings),
+        create_app(settings, embedder=embedder),
         host=settings.host,
         port=settings.port,
         log_level="info",
@@ -31,13 +40,21 @@ def run(settings: Settings) -> None:
 
 
 def main() -> None:
-    """Entry point of ``python -m tribal_memory.api.server``; exits 2 on invalid settings."""
+    """Entry point of ``python -m tribal_memory.api.server``.
+
+    Exits 2 on invalid settings and 1 when the model or stores cannot be
+    opened, with a one-line message on stderr.
+    """
     try:
         settings = Settings()
     except ValidationError as exc:
         print(f"invalid settings: {exc}", file=sys.stderr)
         sys.exit(2)
-    run(settings)
+    try:
+        run(settings)
+    except TribalError as exc:
+        print(f"error: {exc.detail}", file=sys.stderr)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

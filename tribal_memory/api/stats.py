@@ -15,6 +15,6 @@ def stats(service: Service) -> StatsOut:
     """Memory counts (total, per owner, per kind), relation count, model and index state.
 
     Raises:
-        503 store_unavailable: the store cannot be read.
+        StoreUnavailable: 503, the store cannot be read.
     """
     return stats_out(service.stats())
