@@ -215,3 +215,25 @@ def test_unexpected_errors_are_one_line_unless_debugging(
 
     debug = invoke("--debug", "migrate", "--data-dir", str(data_dir))
     assert isinstance(debug.exception, RuntimeError)
+
+
+def test_relate_neighbors_delete(data_dir: Path) -> None:
+    dd = ("--data-dir", str(data_dir))
+    (first,) = json_lines(invoke("capture", "The API gateway runs on port 8443", *dd))
+    (second,) = json_lines(invoke("capture", "Port 8443 is opened in the firewall", *dd))
+    a, b = first["memory_id"], second["memory_id"]
+
+    (edge,) = json_lines(invoke("relate", a, b, "depends_on", "--weight", "0.5", *dd))
+    (neighbor,) = json_lines(invoke("neighbors", b, *dd))
+    (deleted,) = json_lines(invoke("delete", a, *dd))
+    after = invoke("neighbors", b, *dd)
+
+    assert (
+        edge.items()
+        >= {"source_id": a, "target_id": b, "type": "depends_on", "weight": 0.5}.items()
+    )
+    assert neighbor["memory_id"] == a
+    assert neighbor["steps"] == 1
+    assert neighbor["via"]["type"] == "depends_on"
+    assert deleted == {"deleted": a}
+    assert after.exit_code == 0 and after.stdout == ""  # the edge went with the memory

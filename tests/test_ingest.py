@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -10,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tribal_memory.errors import InvalidInput
-from tribal_memory.ingest import doc_id_for, iter_paths, load_document
+from tribal_memory.ingest import doc_id_for, iter_paths, load_document, load_paths
 from tribal_memory.ingest.documents import estimate_tokens
 
 GUIDE = """\
@@ -254,3 +255,34 @@ def test_chunks_cover_the_text_in_order(
     covered = {w for c in chunks for w in c.content.split()}
     body = [ln for ln in file_lines if ln.strip() and not re.match(r"^ {0,3}#{1,6}[ \t]", ln)]
     assert all(set(ln.split()) <= covered for ln in body if "`" not in ln and "~" not in ln)
+
+
+def test_load_paths_picks_files_by_format(tmp_path: Path) -> None:
+    locomo = [
+        {
+            "sample_id": "s1",
+            "conversation": {
+                "session_1_date_time": "1:56 pm on 8 May, 2023",
+                "session_1": [{"speaker": "Ann", "dia_id": "D1:1", "text": "Hi Ben."}],
+            },
+            "qa": [],
+        }
+    ]
+    folder = tmp_path / "in"
+    write(folder / "conv.json", json.dumps(locomo))
+    write(folder / "note.md", "# Note\n\nbody")
+    write(folder / "skip.py", "x = 1")
+    named = write(tmp_path / "named.json", json.dumps(locomo))
+
+    auto = load_paths([folder, named], owner="me", root=tmp_path)
+    text = load_paths([folder, named], owner="me", root=tmp_path, format="text")
+    conversations = load_paths([folder], owner="me", root=tmp_path, format="locomo")
+
+    # auto: documents, plus .json files named on their own (not found in a folder).
+    assert (auto.files, auto.skipped) == (2, 2)
+    assert [m.owner for m in auto.memories] == ["me", "s1"]
+    assert (text.files, text.skipped) == (1, 3)
+    assert (conversations.files, conversations.skipped) == (1, 2)
+    (turn,) = conversations.memories
+    assert turn.owner == "s1"
+    assert turn.metadata == {"dia_id": "D1:1", "session": 1}

@@ -11,6 +11,10 @@ unexpected errors with their traceback.
 (``tribal-memory --json stats``) and after it (``tribal-memory stats --json``).
 Every other setting comes from ``TRIBAL_*`` environment variables (see
 :class:`tribal_memory.config.Settings`).
+
+The module is longer than most here because typer declares every option in
+its command's signature; the commands themselves only parse, call the
+service and print.
 """
 
 from __future__ import annotations
@@ -140,6 +144,10 @@ JsonOption = Annotated[
 OwnerOption = Annotated[
     str | None, typer.Option("--owner", "-o", help="Only this owner's and shared memories.")
 ]
+QueryArgument = Annotated[str, typer.Argument(help="A question or keywords.")]
+KOption = Annotated[int, typer.Option("-k", min=1, help="Most hits.")]
+MinScoreOption = Annotated[float, typer.Option(min=0.0, max=1.0, help="Drop hits under it.")]
+IdArgument = Annotated[str, typer.Argument(metavar="ID", help="Memory id.")]
 
 
 class Kind(StrEnum):
@@ -304,40 +312,19 @@ def ingest(
     json_out: JsonOption = None,
 ) -> None:
     """Chunk documents (or load LoCoMo conversations) into memories."""
-    from tribal_memory.ingest import DOCUMENT_SUFFIXES, iter_paths, load_document
-    from tribal_memory.ingest.locomo import iter_memories, load_locomo
+    from tribal_memory.ingest import load_paths
 
     run = _Run(ctx, data_dir, json_out)
     started = time.perf_counter()
-    named = {path.absolute() for path in paths if path.is_file()}
-    files = skipped = 0
-    items: list[MemoryInput] = []
-    for path in iter_paths(paths):
-        suffix = path.suffix.lower()
-        is_json = suffix == ".json" and (format is Format.locomo or path.absolute() in named)
-        if is_json and format is not Format.text:
-            items.extend(iter_memories(load_locomo(path)))
-        elif suffix in DOCUMENT_SUFFIXES and format is not Format.locomo:
-            items.extend(load_document(path, owner=owner, root=root or Path.cwd()))
-        else:
-            skipped += 1
-            continue
-        files += 1
+    loaded = load_paths(paths, owner=owner, root=root or Path.cwd(), format=format.value)
+    items = loaded.memories
     loaded_s = time.perf_counter() - started
 
-    counts = {"created": 0, "exists": 0, "near_duplicates": 0}
     with run.service() as service:
         started = time.perf_counter()
-        batch = min(INGEST_BATCH, service.settings.max_batch_size)
-        with _progress(run, "ingesting", len(items)) as advance:
-            for offset in range(0, len(items), batch):
-                for result in service.capture_batch(items[offset : offset + batch]):
-                    counts[result.status] += 1
-                    counts["near_duplicates"] += result.near_duplicate_of is not None
-                advance(min(batch, len(items) - offset))
-        if counts["created"]:
-            service.optimize()
+        counts = _capture_all(run, service, items)
         seconds = loaded_s + time.perf_counter() - started
+    files, skipped = loaded.files, loaded.skipped
     summary = {
         "files": files,
         "skipped": skipped,
@@ -357,15 +344,28 @@ def ingest(
         )
 
 
+def _capture_all(run: _Run, service: MemoryService, items: list[MemoryInput]) -> dict[str, int]:
+    """Capture in batches with a progress bar; counts of created, exists, near-duplicates."""
+    counts = {"created": 0, "exists": 0, "near_duplicates": 0}
+    batch = min(INGEST_BATCH, service.settings.max_batch_size)
+    with _progress(run, "ingesting", len(items)) as advance:
+        for offset in range(0, len(items), batch):
+            for result in service.capture_batch(items[offset : offset + batch]):
+                counts[result.status] += 1
+                counts["near_duplicates"] += result.near_duplicate_of is not None
+            advance(min(batch, len(items) - offset))
+    if counts["created"]:
+        service.optimize()  # fold the new rows into the full-text index
+    return counts
+
+
 @app.command()
 def recall(
     ctx: typer.Context,
-    query: Annotated[str, typer.Argument(help="A question or keywords.")],
-    k: Annotated[int, typer.Option("-k", "--k", min=1, help="Most hits.")] = 10,
+    query: QueryArgument,
+    k: KOption = 10,
     owner: OwnerOption = None,
-    min_score: Annotated[
-        float, typer.Option(min=0.0, max=1.0, help="Drop hits under this cosine similarity.")
-    ] = 0.0,
+    min_score: MinScoreOption = 0.0,
     data_dir: DataDirOption = None,
     json_out: JsonOption = None,
 ) -> None:
@@ -380,8 +380,8 @@ def recall(
 @app.command()
 def search(
     ctx: typer.Context,
-    query: Annotated[str, typer.Argument(help="A question or keywords.")],
-    k: Annotated[int, typer.Option("-k", "--k", min=1, help="Most hits.")] = 10,
+    query: QueryArgument,
+    k: KOption = 10,
     owner: OwnerOption = None,
     mode: Annotated[Mode, typer.Option(help="Ranking: fused, embeddings or BM25.")] = Mode.hybrid,
     tag: Annotated[list[str] | None, typer.Option("--tag", "-t", help="Has this tag (any of).")] = (
@@ -395,7 +395,7 @@ def search(
     until: Annotated[
         str | None, typer.Option(help="Not after this ISO 8601 time (UTC if no offset).")
     ] = None,
-    min_score: Annotated[float, typer.Option(min=0.0, max=1.0, help="Drop hits under it.")] = 0.0,
+    min_score: MinScoreOption = 0.0,
     data_dir: DataDirOption = None,
     json_out: JsonOption = None,
 ) -> None:
@@ -417,7 +417,7 @@ def search(
 @app.command()
 def get(
     ctx: typer.Context,
-    memory_id: Annotated[str, typer.Argument(metavar="ID", help="Memory id.")],
+    memory_id: IdArgument,
     owner: OwnerOption = None,
     data_dir: DataDirOption = None,
     json_out: JsonOption = None,
@@ -438,7 +438,7 @@ def get(
 @app.command()
 def delete(
     ctx: typer.Context,
-    memory_id: Annotated[str, typer.Argument(metavar="ID", help="Memory id.")],
+    memory_id: IdArgument,
     owner: OwnerOption = None,
     data_dir: DataDirOption = None,
     json_out: JsonOption = None,
@@ -480,7 +480,7 @@ def relate(
 @app.command()
 def neighbors(
     ctx: typer.Context,
-    memory_id: Annotated[str, typer.Argument(metavar="ID", help="Memory id.")],
+    memory_id: IdArgument,
     steps: Annotated[int, typer.Option(min=1, max=5, help="Hops over relations.")] = 1,
     owner: OwnerOption = None,
     data_dir: DataDirOption = None,

@@ -2,14 +2,17 @@
 
 from tribal_memory.ingest.documents import (
     DOCUMENT_SUFFIXES,
+    LoadedFiles,
     doc_id_for,
     iter_paths,
     load_document,
+    load_paths,
 )
 from tribal_memory.ingest.locomo import LocomoQuestion, LocomoSample, iter_memories, load_locomo
 
 __all__ = [
     "DOCUMENT_SUFFIXES",
+    "LoadedFiles",
     "LocomoQuestion",
     "LocomoSample",
     "doc_id_for",
@@ -17,4 +20,5 @@ __all__ = [
     "iter_paths",
     "load_document",
     "load_locomo",
+    "load_paths",
 ]

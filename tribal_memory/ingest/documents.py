@@ -25,11 +25,13 @@ from __future__ import annotations
 import os
 import re
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from tribal_memory.errors import InvalidInput
+from tribal_memory.ingest.locomo import iter_memories, load_locomo
 from tribal_memory.models import MemoryInput
 
 DOCUMENT_SUFFIXES: tuple[str, ...] = (".md", ".markdown", ".txt")
@@ -101,6 +103,54 @@ def iter_paths(paths: Iterable[Path]) -> Iterator[Path]:
             if key not in seen:
                 seen.add(key)
                 yield file
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedFiles:
+    """What :func:`load_paths` read: the memories, files read and files skipped."""
+
+    memories: list[MemoryInput]
+    files: int
+    skipped: int
+
+
+def load_paths(
+    paths: Sequence[Path],
+    *,
+    owner: str,
+    root: Path | None,
+    format: Literal["auto", "text", "locomo"] = "auto",
+) -> LoadedFiles:
+    """Memories from files and directories (see :func:`iter_paths`), in file order.
+
+    ``format="text"`` reads documents (:data:`DOCUMENT_SUFFIXES`) with
+    :func:`load_document`; ``"locomo"`` reads ``.json`` files with
+    :func:`~tribal_memory.ingest.locomo.load_locomo` (every turn a memory owned
+    by its ``sample_id``; ``owner`` does not apply); ``"auto"`` reads documents,
+    and ``.json`` files named in ``paths`` (not found in a directory) as LoCoMo.
+    Other files are skipped and counted.
+
+    Raises:
+        InvalidInput: a path does not exist, or a file cannot be read or parsed
+            (raised before any memory is returned).
+    """
+    named = {Path(os.path.abspath(path)) for path in paths if path.is_file()}
+    memories: list[MemoryInput] = []
+    files = skipped = 0
+    for path in iter_paths(paths):
+        suffix = path.suffix.lower()
+        as_locomo = format == "locomo" or (
+            format == "auto" and Path(os.path.abspath(path)) in named
+        )
+        if suffix == ".json" and as_locomo:
+            memories.extend(iter_memories(load_locomo(path)))
+        elif suffix in DOCUMENT_SUFFIXES and format != "locomo":
+            memories.extend(load_document(path, owner=owner, root=root))
+        else:
+            skipped += 1
+            continue
+        files += 1
+    return LoadedFiles(memories, files, skipped)
 
 
 def relative_source(path: Path, root: Path | None) -> str:
