@@ -156,11 +156,6 @@ def test_near_duplicate_is_reported(client: TestClient[Litestar]) -> None:
     assert 0.95 <= second["near_duplicate_score"] <= 1.0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core race: MemoryService.capture_batch checks then adds without a lock, so "
-    "concurrent captures of one fact (HTTP handlers run on a thread pool) all write it",
-)
 def test_concurrent_identical_captures_store_one_memory(client: TestClient[Litestar]) -> None:
     def post(_: int) -> str:
         response = client.post("/v1/memories", json={"content": "Captured by eight agents"})

@@ -4,6 +4,8 @@ The library API: open a :class:`MemoryService` over a :class:`Settings` and
 capture, recall, search and relate memories.
 """
 
+from typing import TYPE_CHECKING
+
 from tribal_memory.config import Settings
 from tribal_memory.errors import (
     Conflict,
@@ -28,7 +30,9 @@ from tribal_memory.models import (
     SearchResult,
     StoreStats,
 )
-from tribal_memory.service import MemoryService
+
+if TYPE_CHECKING:
+    from tribal_memory.service import MemoryService
 
 __version__ = "0.1.0"
 
@@ -56,3 +60,15 @@ __all__ = [
     "TribalError",
     "__version__",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """Import :class:`MemoryService` (and with it LanceDB) on first use only.
+
+    Keeps ``tribal-memory --help`` and ``migrate`` fast (PEP 562).
+    """
+    if name == "MemoryService":
+        from tribal_memory.service import MemoryService
+
+        return MemoryService
+    raise AttributeError(f"module 'tribal_memory' has no attribute {name!r}")

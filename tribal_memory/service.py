@@ -8,6 +8,7 @@ memories. The core is synchronous; the HTTP layer runs it in worker threads.
 from __future__ import annotations
 
 import dataclasses
+import threading
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -88,6 +89,7 @@ class MemoryService:
         migrate(engine)
         self.db = Database(engine)
         self.graph = RelationGraph(self.db)
+        self._capture_lock = threading.Lock()
 
     def close(self) -> None:
         """Release database connections. The service is unusable afterwards."""
@@ -192,29 +194,29 @@ class MemoryService:
         now = _now()
         memories = [self._validated(item, now) for item in items]
         stored = self.store.get(list({m.memory_id for m in memories}))
-        first_index: dict[str, int] = {}
-        new_positions: list[int] = []
-        for position, memory in enumerate(memories):
-            if memory.memory_id not in stored and memory.memory_id not in first_index:
-                first_index[memory.memory_id] = position
-                new_positions.append(position)
-        new_memories = [memories[p] for p in new_positions]
-        vectors = self.embedder.embed_batch([m.content for m in new_memories])
-        duplicates = self._near_duplicates(new_memories, vectors)
-        self.store.add(new_memories, vectors)
-
-        results: list[CaptureResult] = []
-        new_results = {
+        candidates = list({m.memory_id: m for m in memories if m.memory_id not in stored}.values())
+        vectors = self.embedder.embed_batch([m.content for m in candidates])
+        with self._capture_lock:
+            # Another thread may have written some of these since the check above
+            # (embedding runs outside the lock): check again, write only the rest.
+            stored |= self.store.get([m.memory_id for m in candidates])
+            keep = [i for i, m in enumerate(candidates) if m.memory_id not in stored]
+            new_memories = [candidates[i] for i in keep]
+            new_vectors = vectors[keep]
+            duplicates = self._near_duplicates(new_memories, new_vectors)
+            self.store.add(new_memories, new_vectors)
+        created = {
             m.memory_id: CaptureResult(m, "created", *duplicates.get(m.memory_id, (None, None)))
             for m in new_memories
         }
-        for position, memory in enumerate(memories):
+        results: list[CaptureResult] = []
+        for memory in memories:
             if memory.memory_id in stored:
                 results.append(CaptureResult(stored[memory.memory_id], "exists"))
-            elif first_index[memory.memory_id] == position:
-                results.append(new_results[memory.memory_id])
-            else:
-                results.append(CaptureResult(new_results[memory.memory_id].memory, "exists"))
+            elif memory.memory_id in created:
+                results.append(created.pop(memory.memory_id))
+            else:  # a repeat within this batch of a memory created above
+                results.append(CaptureResult(memory, "exists"))
         return results
 
     def _near_duplicates(

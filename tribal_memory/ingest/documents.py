@@ -38,7 +38,7 @@ DOCUMENT_SUFFIXES: tuple[str, ...] = (".md", ".markdown", ".txt")
 """File name endings :func:`load_document` reads (compared case-insensitively)."""
 MARKDOWN_SUFFIXES: tuple[str, ...] = (".md", ".markdown")
 
-DEFAULT_MAX_TOKENS = 512
+DEFAULT_MAX_TOKENS = 256  # the default model reads 256 tokens; longer chunks lose their tail
 DEFAULT_OVERLAP_TOKENS = 20
 TOKENS_PER_WORD = 1.3
 CHARS_PER_TOKEN = 4.0

@@ -21,6 +21,7 @@ from typing import Any
 import lancedb
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from lancedb.index import FTS, IvfFlat
 from lancedb.query import MatchQuery
 
@@ -368,11 +369,8 @@ class LanceMemoryStore:
         if column not in ("owner", "kind"):
             raise InvalidInput(f"cannot group by {column!r}")
         with _translated("read"):
-            values = self._table.to_arrow().column(column).to_pylist()
-        counts: dict[str, int] = {}
-        for value in values:
-            counts[value] = counts.get(value, 0) + 1
-        return counts
+            values = self._table.search().select([column]).limit(None).to_arrow().column(column)
+        return {row["values"]: row["counts"] for row in pc.value_counts(values).to_pylist()}
 
     # -- maintenance ----------------------------------------------------------
 
