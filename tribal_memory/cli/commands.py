@@ -1,146 +1,40 @@
-"""The ``tribal-memory`` command line: a thin client of :class:`MemoryService`.
-
-Output is a readable table on a terminal and JSON lines (one object per hit,
-memory or summary) when stdout is not a terminal or with ``--json``
-(``--no-json`` forces the tables). Progress bars go to stderr, on a terminal
-only. Errors are one line on stderr, ``error: <message>``, with exit status 1
-(2 for a bad command line); ``--debug`` (or ``TRIBAL_DEBUG=1``) re-raises
-unexpected errors with their traceback.
-
-``--data-dir`` and ``--json`` are accepted before the command
-(``tribal-memory --json stats``) and after it (``tribal-memory stats --json``).
-Every other setting comes from ``TRIBAL_*`` environment variables (see
-:class:`tribal_memory.config.Settings`).
-
-The module is longer than most here because typer declares every option in
-its command's signature; the commands themselves only parse, call the
-service and print.
-"""
+"""The commands: each parses its options, calls the service and prints."""
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import sys
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from pydantic import ValidationError
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
-from typer.core import TyperGroup
 
-from tribal_memory.config import Settings
-from tribal_memory.errors import TribalError
-from tribal_memory.models import (
-    SHARED_OWNER,
-    CaptureResult,
-    Memory,
-    MemoryInput,
-    Neighbor,
-    Relation,
-    SearchFilters,
-    SearchResult,
+from tribal_memory.cli.output import (
+    _capture_dict,
+    _capture_line,
+    _fields_table,
+    _memory_dict,
+    _neighbor_dict,
+    _plain,
+    _print_hits,
+    _progress,
+    _relation_dict,
+    _snippet,
+    _table,
 )
+from tribal_memory.cli.root import DataDirOption, JsonOption, _Run, app
+from tribal_memory.errors import TribalError
+from tribal_memory.models import SHARED_OWNER, MemoryInput, SearchFilters
 
 if TYPE_CHECKING:
     from tribal_memory.service import MemoryService
 
 INGEST_BATCH = 64
 """Memories per ``capture_batch`` call while ingesting (capped by ``max_batch_size``)."""
-_SNIPPET_CHARS = 80
 
-
-class _Group(TyperGroup):
-    """The root command: turns every failure into one line on stderr.
-
-    Errors raised by commands are handled in :meth:`invoke` (where the
-    ``--debug`` flag is known); command-line errors in :meth:`main`. Both run
-    under ``typer.testing.CliRunner`` too, so tests see what users see.
-    """
-
-    # ``Any``: the base class types ctx with typer's vendored click Context.
-    def invoke(self, ctx: Any) -> Any:
-        try:
-            return super().invoke(ctx)
-        except (typer.TyperException, typer.Exit, typer.Abort, BrokenPipeError):
-            raise
-        except TribalError as exc:
-            _fail(exc.detail)
-        except ValidationError as exc:
-            _fail(_settings_error(exc))
-        # Last resort, so an unforeseen failure is one line, not a traceback.
-        except Exception as exc:  # noqa: BLE001
-            if isinstance(ctx.obj, _Globals) and ctx.obj.debug:
-                raise
-            _fail(f"{type(exc).__name__}: {exc} (set TRIBAL_DEBUG=1 for the traceback)")
-
-    def main(
-        self,
-        args: Sequence[str] | None = None,
-        prog_name: str | None = None,
-        complete_var: str | None = None,
-        standalone_mode: bool = True,
-        windows_expand_args: bool = True,
-        **extra: Any,
-    ) -> Any:
-        try:
-            result = super().main(
-                args, prog_name, complete_var, False, windows_expand_args, **extra
-            )
-        except typer.TyperException as exc:  # click's ClickException and UsageError
-            result = exc.exit_code
-            if type(exc).__name__ == "NoArgsIsHelpError":  # its message is the help text
-                typer.echo(exc.format_message(), err=True)
-            else:
-                usage_ctx = getattr(exc, "ctx", None)
-                hint = f" (see '{usage_ctx.command_path} --help')" if usage_ctx else ""
-                typer.echo(f"error: {_one_line(exc.format_message())}{hint}", err=True)
-        except typer.Abort:
-            typer.echo("error: aborted", err=True)
-            result = 1
-        if not standalone_mode:
-            return result
-        sys.exit(result if isinstance(result, int) else 0)
-
-
-app = typer.Typer(
-    cls=_Group,
-    name="tribal-memory",
-    help="A memory server for AI agents: capture, search and serve memories.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
-bench_app = typer.Typer(help="Benchmarks.", no_args_is_help=True)
-app.add_typer(bench_app, name="bench")
-
-
-# -- options shared by every command ---------------------------------------------
-
-DataDirOption = Annotated[
-    Path | None,
-    typer.Option(
-        "--data-dir",
-        help="Data directory (default: $TRIBAL_DATA_DIR, else the per-user data dir).",
-        file_okay=False,
-    ),
-]
-JsonOption = Annotated[
-    bool | None,
-    typer.Option(
-        "--json/--no-json",
-        help="JSON lines output (default: when stdout is not a terminal).",
-        show_default=False,
-    ),
-]
 OwnerOption = Annotated[
     str | None, typer.Option("--owner", "-o", help="Only this owner's and shared memories.")
 ]
@@ -172,64 +66,6 @@ class Format(StrEnum):
     auto = "auto"
     text = "text"
     locomo = "locomo"
-
-
-@dataclasses.dataclass(frozen=True)
-class _Globals:
-    data_dir: Path | None
-    json: bool | None
-    debug: bool
-
-
-@app.callback()
-def _root(
-    ctx: typer.Context,
-    data_dir: DataDirOption = None,
-    json_out: JsonOption = None,
-    debug: Annotated[
-        bool,
-        typer.Option(
-            "--debug", envvar="TRIBAL_DEBUG", help="Show tracebacks of unexpected errors."
-        ),
-    ] = False,
-) -> None:
-    """tribal-memory: memories for AI agents that improve with use."""
-    ctx.obj = _Globals(data_dir, json_out, debug)
-
-
-class _Run:
-    """What one command needs: its settings, output mode and consoles."""
-
-    def __init__(self, ctx: typer.Context, data_dir: Path | None, json_out: bool | None) -> None:
-        root = ctx.obj if isinstance(ctx.obj, _Globals) else _Globals(None, None, False)
-        self.data_dir = data_dir or root.data_dir
-        chosen = json_out if json_out is not None else root.json
-        self.json = chosen if chosen is not None else not sys.stdout.isatty()
-        # markup=False: memory text is printed as it is, never read as rich markup.
-        self.out = Console(markup=False, highlight=False)
-        self.err = Console(stderr=True, markup=False, highlight=False)
-
-    def settings(self, **overrides: Any) -> Settings:
-        """Settings from the environment, with ``--data-dir`` and ``overrides`` applied."""
-        if self.data_dir is not None:
-            overrides["data_dir"] = self.data_dir
-        return Settings(**overrides)
-
-    @contextmanager
-    def service(self, settings: Settings | None = None) -> Iterator[MemoryService]:
-        """An open service (loads the embedding model), closed on exit."""
-        from tribal_memory.service import MemoryService
-
-        with MemoryService(settings or self.settings()) as service:
-            yield service
-
-    def emit(self, obj: dict[str, Any]) -> None:
-        """One JSON line on stdout."""
-        typer.echo(json.dumps(obj, ensure_ascii=False, default=_json_default))
-
-    @property
-    def show_progress(self) -> bool:
-        return not self.json and sys.stderr.isatty()
 
 
 # -- commands -----------------------------------------------------------------------
@@ -559,183 +395,6 @@ def migrate(
         run.out.print(f"{settings.sqlite_path}: at revision {revision} (newest {report['head']})")
 
 
-_BENCH_COLUMNS = ("recall@5", "recall@10", "recall@25", "hit@10", "mrr", "p50_ms", "p95_ms")
-
-
-@bench_app.command("locomo")
-def bench_locomo(
-    ctx: typer.Context,
-    path: Annotated[Path, typer.Argument(help="A LoCoMo-format JSON file.")],
-    out: Annotated[Path | None, typer.Option("--out", help="Write the JSON report here.")] = None,
-    limit_samples: Annotated[
-        int | None, typer.Option(min=1, help="Only the first N conversations.")
-    ] = None,
-    data_dir: DataDirOption = None,
-    json_out: JsonOption = None,
-) -> None:
-    """Retrieval benchmark on LoCoMo: recall@k, hit@10, MRR and latency per variant."""
-    run = _Run(ctx, data_dir, json_out)
-    from tribal_memory.bench.locomo import run_locomo_bench
-
-    report = run_locomo_bench(path, out, limit_samples=limit_samples, progress=not run.json)
-    if run.json:
-        run.emit(report)
-        return
-    table = Table(
-        "variant", *_BENCH_COLUMNS, title=f"{path.name}: {report.get('n_questions')} questions"
-    )
-    for name, metrics in report.get("variants", {}).items():
-        table.add_row(name, *(_metric(metrics.get(column), column) for column in _BENCH_COLUMNS))
-    run.out.print(table)
-    run.out.print(f"ingest: {report.get('ingest_per_s')} memories/s")
-    if out is not None:
-        run.out.print(f"report written to {out}")
-
-
-# -- output -------------------------------------------------------------------------
-
-
-def _json_default(value: object) -> object:
-    if isinstance(value, datetime):
-        return value.isoformat()
-    if isinstance(value, Path):
-        return str(value)
-    if isinstance(value, tuple | set | frozenset):
-        return list(value)
-    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
-
-
-def _memory_dict(memory: Memory) -> dict[str, Any]:
-    return dataclasses.asdict(memory)
-
-
-def _relation_dict(relation: Relation) -> dict[str, Any]:
-    return dataclasses.asdict(relation)
-
-
-def _capture_dict(result: CaptureResult) -> dict[str, Any]:
-    return {
-        "status": result.status,
-        "near_duplicate_of": result.near_duplicate_of,
-        "near_duplicate_score": result.near_duplicate_score,
-        **_memory_dict(result.memory),
-    }
-
-
-def _neighbor_dict(neighbor: Neighbor) -> dict[str, Any]:
-    return {
-        "steps": neighbor.steps,
-        "via": _relation_dict(neighbor.via),
-        **_memory_dict(neighbor.memory),
-    }
-
-
-def _capture_line(result: CaptureResult) -> str:
-    line = f"{result.status} {result.memory.memory_id}"
-    if result.near_duplicate_of is not None:
-        line += (
-            f" (near-duplicate of {result.near_duplicate_of}, "
-            f"similarity {result.near_duplicate_score:.3f})"
-        )
-    return line
-
-
-def _print_hits(run: _Run, result: SearchResult) -> None:
-    """One JSON line per hit (rank, scores, mode, fallback and the memory) or a table."""
-    if run.json:
-        for hit in result.hits:
-            run.emit(
-                {
-                    "rank": hit.rank,
-                    "score": hit.score,
-                    "vector_score": hit.vector_score,
-                    "text_score": hit.text_score,
-                    "mode": result.mode,
-                    "fallback": result.fallback,
-                    **_memory_dict(hit.memory),
-                }
-            )
-        return
-    fallback = f", fell back to {result.fallback}" if result.fallback else ""
-    caption = f"{result.mode}{fallback}, {result.took_ms:.0f} ms"
-    if not result.hits:
-        run.out.print(f"no matches ({caption})")
-        return
-    table = _table("#", "score", "vector", "text", "owner", caption=caption)
-    for hit in result.hits:
-        table.add_row(
-            str(hit.rank),
-            f"{hit.score:.3f}",
-            _score(hit.vector_score),
-            _score(hit.text_score),
-            hit.memory.owner,
-            _snippet(hit.memory.content),
-            hit.memory.memory_id,
-        )
-    run.out.print(table)
-
-
-def _fields_table() -> Table:
-    """A two-column name/value table without borders."""
-    table = Table(show_header=False, box=None)
-    table.add_column(style="bold", no_wrap=True)
-    table.add_column(overflow="fold")
-    return table
-
-
-def _table(*columns: str, caption: str | None = None) -> Table:
-    """A table of memories: ``columns``, then content and the full (folded, never cut) id."""
-    table = Table(*columns, caption=caption)
-    table.add_column("content", ratio=1, min_width=12)
-    table.add_column("id", overflow="fold", min_width=9)
-    return table
-
-
-def _metric(value: object, column: str) -> str:
-    if not isinstance(value, int | float):
-        return "-"
-    return f"{value:.1f}" if column.endswith("_ms") else f"{value:.3f}"
-
-
-def _score(value: float | None) -> str:
-    return "-" if value is None else f"{value:.3f}"
-
-
-def _snippet(text: str) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= _SNIPPET_CHARS else flat[: _SNIPPET_CHARS - 1] + "…"
-
-
-def _plain(value: object) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    if isinstance(value, dict | list | tuple):
-        return json.dumps(value, ensure_ascii=False, default=_json_default)
-    if isinstance(value, datetime):
-        return value.isoformat()
-    return str(value)
-
-
-@contextmanager
-def _progress(run: _Run, label: str, total: int) -> Iterator[Any]:
-    """A progress bar on stderr (terminal only); yields ``advance(n)``."""
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=run.err,
-        disable=not run.show_progress,
-    ) as bar:
-        task = bar.add_task(label, total=total)
-        yield lambda n: bar.advance(task, n)
-
-
-# -- errors and parsing -------------------------------------------------------------
-
-
 def _parse_time(value: str | None, option: str) -> datetime | None:
     """An ISO 8601 time; naive times are taken as UTC."""
     if value is None:
@@ -745,25 +404,3 @@ def _parse_time(value: str | None, option: str) -> datetime | None:
     except ValueError as exc:
         raise typer.BadParameter(f"not an ISO 8601 time: {value!r}", param_hint=option) from exc
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-
-
-def _one_line(message: str) -> str:
-    return " ".join(message.split())
-
-
-def _fail(message: str) -> NoReturn:
-    typer.echo(f"error: {_one_line(message)}", err=True)
-    raise typer.Exit(1)
-
-
-def _settings_error(exc: ValidationError) -> str:
-    problems = [
-        f"TRIBAL_{'_'.join(str(part) for part in error['loc']).upper()}: {error['msg']}"
-        for error in exc.errors()
-    ]
-    return "invalid setting " + "; ".join(problems)
-
-
-def main() -> None:
-    """Entry point of the ``tribal-memory`` console script."""
-    app()
