@@ -42,7 +42,7 @@ def _wait_healthy(client: httpx.Client, server: subprocess.Popen[bytes], timeout
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if server.poll() is not None:
-            raise SystemExit(f"server exited early with code {server.returncode}")
+            raise SystemExit(f"server exited early with code {server.returncode}; see its log")
         try:
             if client.get("/health").status_code == 200:
                 return
@@ -84,16 +84,21 @@ def run(data: Path, n_questions: int, keep_serving: bool) -> None:
     data_dir = Path(tempfile.mkdtemp(prefix="tribal-demo-"))
     port = int(os.environ.get("TRIBAL_PORT", _free_port()))
     env = {**os.environ, "TRIBAL_DATA_DIR": str(data_dir), "TRIBAL_PORT": str(port)}
+    log_path = data_dir / "server.log"
+    log = log_path.open("wb")
     server = subprocess.Popen(
         [sys.executable, "-m", "tribal_memory", "serve", "--data-dir", str(data_dir),
          "--port", str(port)],
         env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
     base = f"http://127.0.0.1:{port}"
     try:
         with httpx.Client(base_url=base, timeout=120) as client:
             _wait_healthy(client, server, timeout_s=90)
-            print(f"\nserver up at {base} (data dir {data_dir}); workload: {source}")
+            print(f"\nserver up at {base}; data dir {data_dir}; server log {log_path}")
+            print(f"workload: {source}")
             started = time.perf_counter()
             for i in range(0, len(memories), 64):
                 client.post("/v1/memories/batch", json={"memories": memories[i:i + 64]}) \
@@ -130,6 +135,7 @@ def run(data: Path, n_questions: int, keep_serving: bool) -> None:
     finally:
         server.terminate()
         server.wait(timeout=30)
+        log.close()
 
 
 def main() -> None:
