@@ -14,6 +14,7 @@ import hashlib
 import importlib.util
 import os
 import shutil
+import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -73,9 +74,12 @@ def packaged_model_dir(cache_dir: Path | None = None) -> Path:
         raise EmbeddingError(
             f"embedding model file {onnx} has sha256 {actual}, expected {PACKAGED_ONNX_SHA256}"
         )
-    base = cache_dir or Path(platformdirs.user_cache_dir("tribal-memory", appauthor=False))
-    target = base / f"minilm-{PACKAGED_ONNX_SHA256[:16]}"
-    target.mkdir(parents=True, exist_ok=True)
+    name = f"minilm-{PACKAGED_ONNX_SHA256[:16]}"
+    bases = [cache_dir] if cache_dir else [
+        Path(platformdirs.user_cache_dir("tribal-memory", appauthor=False)),
+        Path(tempfile.gettempdir()) / f"tribal-memory-{os.getuid()}",  # read-only home
+    ]
+    target = _first_writable([base / name for base in bases])
     sources = {"model.onnx": onnx, **{name: _VENDORED_DIR / name for name in TOKENIZER_FILES}}
     for name, source in sources.items():
         link = target / name
@@ -87,6 +91,17 @@ def packaged_model_dir(cache_dir: Path | None = None) -> Path:
         except OSError:
             shutil.copyfile(source, link)
     return target
+
+
+def _first_writable(candidates: list[Path]) -> Path:
+    errors = []
+    for candidate in candidates:
+        try:
+            candidate.mkdir(parents=True, exist_ok=True)
+            return candidate
+        except OSError as exc:
+            errors.append(f"{candidate}: {exc}")
+    raise EmbeddingError("no writable cache directory for the model: " + "; ".join(errors))
 
 
 class FastEmbedEmbedder(Embedder):
