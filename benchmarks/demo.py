@@ -119,8 +119,8 @@ def run(data: Path, n_questions: int, keep_serving: bool) -> None:
                 hits = response.json()["hits"]
                 found = [h for h in hits if h["metadata"].get("dia_id") in evidence]
                 answered += bool(found)
-                top = hits[0]["content"] if hits else "(no hit)"
-                mark = "+" if found else "-"
+                top = " ".join(hits[0]["content"].split()) if hits else "(no hit)"
+                mark = ("+" if found else "-") if evidence else "?"
                 print(f" {mark} {question}\n     -> {top[:110]}")
             if any(evidence for _, evidence in asked):
                 print(f"\nevidence turn in the top 5 for {answered}/{len(asked)} questions")
