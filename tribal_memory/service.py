@@ -14,8 +14,6 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Literal
 
-import numpy as np
-
 from tribal_memory.config import Settings
 from tribal_memory.db import Database, make_engine, migrate
 from tribal_memory.embeddings.base import Embedder, Vector
@@ -396,10 +394,6 @@ class MemoryService:
                 )
         took_ms = (time.perf_counter() - started) * 1000
         return SearchResult(tuple(hits), mode, fallback, took_ms)
-
-    def embed_query(self, query: str) -> np.ndarray:
-        """The query embedding (shape ``(dim,)``), for callers timing the model alone."""
-        return self.embedder.embed(query, query=True)
 
     # -- relations ----------------------------------------------------------------
 
