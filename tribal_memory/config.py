@@ -14,6 +14,8 @@ import platformdirs
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from tribal_memory.models import LearnedParts
+
 DEFAULT_EMBEDDING_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
 
@@ -83,6 +85,61 @@ class Settings(BaseSettings):
     """Seconds after which reads see writes made by other processes (0: every read checks)."""
     sqlite_busy_timeout_ms: int = Field(default=5000, ge=0)
     """How long a SQLite write waits for a lock, in milliseconds."""
+
+    default_variant: Literal["learned", "baseline"] = "learned"
+    """A/B variant of owners not pinned to one: ``learned`` or ``baseline`` (plain search)."""
+    learned_cache: bool = True
+    """Serve repeated questions from the query cache (once proven by feedback)."""
+    learned_expansion: bool = True
+    """Search keyword variants of the query (rule-based, learned, LLM) and fuse them."""
+    learned_feedback: bool = True
+    """Boost memories used for similar past queries, penalise ones retrieved but unused."""
+    learned_anchors: bool = True
+    """Match queries against the anchors (past questions) of memories."""
+    cache_min_successes: int = Field(default=3, ge=1)
+    """Successful feedbacks a query needs before the cache answers it."""
+    cache_min_success_rate: float = Field(default=0.8, ge=0.0, le=1.0)
+    """Share of feedbacks that must be successes for the cache to answer."""
+    semantic_cache_threshold: float = Field(default=0.97, ge=0.0, le=1.0)
+    """Cosine similarity at which a reworded query hits a cached one (1.0: exact keys only)."""
+    feedback_similarity: float = Field(default=0.7, ge=0.0, le=1.0)
+    """Least cosine similarity of a past query for its feedback to count."""
+    feedback_learning_rate: float = Field(default=0.5, gt=0.0, le=1.0)
+    """Step of a used (query, memory) weight towards +1."""
+    feedback_penalty_rate: float = Field(default=0.1, ge=0.0, le=1.0)
+    """Step of a retrieved-but-unused (query, memory) weight towards -1."""
+    feedback_half_life_days: float = Field(default=30.0, gt=0.0)
+    """Age in days at which a feedback weight counts half."""
+    max_boost: float = Field(default=0.3, ge=0.0, le=1.0)
+    """Largest score a memory gains from feedback (added to its fused score)."""
+    max_penalty: float = Field(default=0.05, ge=0.0, le=1.0)
+    """Largest score a memory loses from feedback."""
+    anchor_min_uses: int = Field(default=2, ge=1)
+    """Successful uses of a memory for a query before that query becomes its anchor."""
+    anchor_weight: float = Field(default=0.2, ge=0.0, le=1.0)
+    """Largest score an anchor match adds (the cap on anchors)."""
+    max_anchors_per_memory: int = Field(default=20, ge=1)
+    """Most learned anchors kept per memory (the most used win)."""
+    expansion_weight: float = Field(default=0.5, ge=0.0, le=1.0)
+    """How much a variant's BM25 match counts next to the query's own."""
+    llm_url: str | None = None
+    """Base URL of an OpenAI-compatible API for LLM query variants (unset: off)."""
+    llm_model: str | None = None
+    """Model name sent to ``llm_url``."""
+    llm_api_key: str | None = None
+    """Bearer token for ``llm_url``, if it needs one."""
+    llm_timeout_s: float = Field(default=2.0, gt=0.0)
+    """Longest wait for LLM variants, in seconds; later answers are dropped."""
+
+    @property
+    def learned_parts(self) -> LearnedParts:
+        """The learned parts switched on by these settings."""
+        return LearnedParts(
+            cache=self.learned_cache,
+            expansion=self.learned_expansion,
+            feedback=self.learned_feedback,
+            anchors=self.learned_anchors,
+        )
 
     @property
     def lancedb_uri(self) -> str:

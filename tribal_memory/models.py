@@ -122,6 +122,14 @@ class Hit:
     among the vector candidates). ``text_score``: BM25 divided by the best BM25
     score of the query (``None`` when not among the BM25 candidates or BM25 did
     not run). ``rank`` is 1-based.
+
+    What the learned layer did (DESIGN §4), all neutral on plain search:
+    ``cached``: served from the query cache without a search. ``expanded_from``:
+    the query variant whose BM25 match raised this hit (``None``: the query
+    itself). ``boost``: score added from feedback on similar past queries, in
+    [-max_penalty, max_boost] (0.0: none). ``anchor_match``: BM25 match of the
+    query against the memory's anchors divided by the best such match, in
+    [0, 1] (``None``: no anchor matched).
     """
 
     memory: Memory
@@ -129,6 +137,10 @@ class Hit:
     rank: int
     vector_score: float | None = None
     text_score: float | None = None
+    cached: bool = False
+    expanded_from: str | None = None
+    boost: float = 0.0
+    anchor_match: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,12 +151,20 @@ class SearchResult:
     ``"vector"`` when a hybrid search had to run on embeddings alone (no
     full-text index yet or too few memories for BM25 to mean anything), else
     ``None``. An empty ``hits`` list is a miss, not an error.
+
+    ``variant`` is ``"learned"`` when the learned layer ranked the hits and
+    ``"baseline"`` otherwise; ``cached`` is True when the query cache answered.
+    ``retrieval_id`` identifies the logged retrieval event to send feedback
+    for (``None`` unless feedback was asked for).
     """
 
     hits: tuple[Hit, ...]
     mode: Literal["hybrid", "vector", "text"]
     fallback: Literal["vector"] | None = None
     took_ms: float = 0.0
+    variant: Literal["learned", "baseline"] = "baseline"
+    cached: bool = False
+    retrieval_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,3 +203,127 @@ class StoreStats:
     fts_indexed: bool
     ann_indexed: bool
     table_version: int
+
+
+LEARNED_PARTS: tuple[str, ...] = ("cache", "expansion", "feedback", "anchors")
+"""The switchable parts of the learned layer (DESIGN §4)."""
+
+Variant = Literal["learned", "baseline"]
+
+
+@dataclass(frozen=True, slots=True)
+class LearnedParts:
+    """Which learned parts a search may use. All off is plain hybrid search."""
+
+    cache: bool = True
+    expansion: bool = True
+    feedback: bool = True
+    anchors: bool = True
+
+    @classmethod
+    def none(cls) -> LearnedParts:
+        """Every part off (the ``baseline`` variant)."""
+        return cls(cache=False, expansion=False, feedback=False, anchors=False)
+
+    @classmethod
+    def only(cls, *names: str) -> LearnedParts:
+        """Only the named parts on; names from :data:`LEARNED_PARTS`.
+
+        Raises:
+            ValueError: an unknown part name.
+        """
+        unknown = set(names) - set(LEARNED_PARTS)
+        if unknown:
+            raise ValueError(f"unknown learned parts {sorted(unknown)}; known: {LEARNED_PARTS}")
+        return cls(**{name: name in names for name in LEARNED_PARTS})
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Names of the parts that are on, in :data:`LEARNED_PARTS` order."""
+        return tuple(name for name in LEARNED_PARTS if getattr(self, name))
+
+    @property
+    def any(self) -> bool:
+        """True when at least one part is on."""
+        return bool(self.names)
+
+
+@dataclass(frozen=True, slots=True)
+class FeedbackResult:
+    """Outcome of :meth:`MemoryService.record_usage_feedback`.
+
+    ``used``/``unused``: memory ids of the retrieval reported used and not
+    used. ``duplicate`` is True when the same feedback had been recorded
+    before (nothing was applied twice). ``anchors_created``: anchors that
+    became active through this feedback.
+    """
+
+    retrieval_id: str
+    used: tuple[str, ...]
+    unused: tuple[str, ...]
+    duplicate: bool = False
+    anchors_created: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Anchor:
+    """A query text attached to a memory so that the memory is found by it.
+
+    ``source``: ``"manual"`` (added through the API, active at once) or
+    ``"learned"`` (from feedback; active once ``uses`` reaches the setting
+    ``anchor_min_uses``). ``confidence`` in [0, 1]: 1.0 for manual anchors,
+    else the share of the ``anchor_min_uses`` successes reached (capped at 1).
+    """
+
+    memory_id: str
+    text: str
+    source: Literal["manual", "learned", "llm"]
+    confidence: float
+    uses: int
+    active: bool
+    created_at: datetime
+
+
+def memory_to_json(memory: Memory) -> dict[str, Any]:
+    """A JSON-able dict of ``memory`` (times as ISO 8601 strings); see :func:`memory_from_json`."""
+    return {
+        "memory_id": memory.memory_id,
+        "content": memory.content,
+        "owner": memory.owner,
+        "kind": memory.kind,
+        "tags": list(memory.tags),
+        "source": memory.source,
+        "doc_id": memory.doc_id,
+        "chunk_index": memory.chunk_index,
+        "parent_id": memory.parent_id,
+        "created_at": memory.created_at.isoformat(),
+        "updated_at": memory.updated_at.isoformat(),
+        "event_time": memory.event_time.isoformat() if memory.event_time else None,
+        "anchor_text": memory.anchor_text,
+        "metadata": memory.metadata,
+    }
+
+
+def memory_from_json(data: dict[str, Any]) -> Memory:
+    """The :class:`Memory` a :func:`memory_to_json` dict describes.
+
+    Raises:
+        KeyError, ValueError: ``data`` is not such a dict.
+    """
+    event_time = data.get("event_time")
+    return Memory(
+        memory_id=data["memory_id"],
+        content=data["content"],
+        owner=data["owner"],
+        kind=data["kind"],
+        tags=tuple(data.get("tags", ())),
+        source=data.get("source"),
+        doc_id=data.get("doc_id"),
+        chunk_index=data.get("chunk_index"),
+        parent_id=data.get("parent_id"),
+        created_at=datetime.fromisoformat(data["created_at"]),
+        updated_at=datetime.fromisoformat(data["updated_at"]),
+        event_time=datetime.fromisoformat(event_time) if event_time else None,
+        anchor_text=data.get("anchor_text", ""),
+        metadata=dict(data.get("metadata") or {}),
+    )

@@ -21,15 +21,6 @@ from tribal_memory.store.base import ScoredMemory
 FusionMethod = Literal["weighted", "rrf"]
 
 
-@dataclass(slots=True)
-class _Candidate:
-    memory: Memory
-    vector: float | None = None
-    text: float | None = None
-    vector_rank: int | None = None
-    text_rank: int | None = None
-
-
 def vector_hits(candidates: Sequence[ScoredMemory], k: int, min_score: float = 0.0) -> list[Hit]:
     """Hits of a vector-only search: score = cosine similarity clipped to [0, 1]."""
     hits: list[Hit] = []
@@ -51,6 +42,60 @@ def text_hits(candidates: Sequence[ScoredMemory], k: int, min_score: float = 0.0
             continue
         hits.append(Hit(candidate.memory, score, len(hits) + 1, text_score=score))
     return hits
+
+
+@dataclass(slots=True)
+class Candidate:
+    """A memory on its way to becoming a hit: fused ``score`` and its parts, all in [0, 1]."""
+
+    memory: Memory
+    score: float = 0.0
+    vector: float | None = None
+    text: float | None = None
+    vector_rank: int | None = None
+    text_rank: int | None = None
+
+
+def fused_candidates(
+    vector: Sequence[ScoredMemory],
+    text: Sequence[ScoredMemory],
+    *,
+    method: FusionMethod = "weighted",
+    vector_weight: float = 0.6,
+    rrf_k: int = 60,
+) -> list[Candidate]:
+    """Every candidate of either list with its fused score, best first (ties: memory id).
+
+    Args:
+        vector: Candidates from vector search, scores = cosine similarity.
+        text: Candidates from BM25 search, scores = raw BM25.
+        method: ``"weighted"`` (normalised weighted sum) or ``"rrf"``.
+        vector_weight: Weight of the vector part in weighted fusion, in [0, 1].
+        rrf_k: RRF constant.
+
+    Returns:
+        Candidates with ``score`` in [0, 1] and normalised ``vector``/``text`` parts.
+    """
+    pool: dict[str, Candidate] = {}
+    for rank, scored in enumerate(vector, start=1):
+        entry = pool.setdefault(scored.memory.memory_id, Candidate(scored.memory))
+        entry.vector = min(1.0, max(0.0, scored.score))
+        entry.vector_rank = rank
+    best_text = max((c.score for c in text), default=0.0)
+    for rank, scored in enumerate(text, start=1):
+        entry = pool.setdefault(scored.memory.memory_id, Candidate(scored.memory))
+        entry.text = scored.score / best_text if best_text > 0 else 0.0
+        entry.text_rank = rank
+    for entry in pool.values():
+        if method == "rrf":
+            total = sum(1.0 / (rrf_k + r) for r in (entry.vector_rank, entry.text_rank) if r)
+            entry.score = min(1.0, total / (2.0 / (rrf_k + 1)))
+        else:
+            entry.score = min(
+                1.0,
+                vector_weight * (entry.vector or 0.0) + (1.0 - vector_weight) * (entry.text or 0.0),
+            )
+    return sorted(pool.values(), key=lambda e: (-e.score, e.memory.memory_id))
 
 
 def fuse(
@@ -78,36 +123,19 @@ def fuse(
         Up to ``k`` hits, fused score descending (ties: memory id), ranks 1..n.
         Every hit carries its normalised ``vector_score`` and ``text_score``.
     """
-    pool: dict[str, _Candidate] = {}
-    for rank, candidate in enumerate(vector, start=1):
-        entry = pool.setdefault(candidate.memory.memory_id, _Candidate(candidate.memory))
-        entry.vector = min(1.0, max(0.0, candidate.score))
-        entry.vector_rank = rank
-    best_text = max((c.score for c in text), default=0.0)
-    for rank, candidate in enumerate(text, start=1):
-        entry = pool.setdefault(candidate.memory.memory_id, _Candidate(candidate.memory))
-        entry.text = candidate.score / best_text if best_text > 0 else 0.0
-        entry.text_rank = rank
-
-    def fused(entry: _Candidate) -> float:
-        if method == "rrf":
-            total = sum(1.0 / (rrf_k + r) for r in (entry.vector_rank, entry.text_rank) if r)
-            return total / (2.0 / (rrf_k + 1))
-        return vector_weight * (entry.vector or 0.0) + (1.0 - vector_weight) * (entry.text or 0.0)
-
-    scored = sorted(
-        ((fused(e), e) for e in pool.values()), key=lambda p: (-p[0], p[1].memory.memory_id)
+    candidates = fused_candidates(
+        vector, text, method=method, vector_weight=vector_weight, rrf_k=rrf_k
     )
     hits: list[Hit] = []
-    for score, entry in scored:
+    for entry in candidates:
         if len(hits) == k:
             break
-        if score < min_score:
+        if entry.score < min_score:
             continue
         hits.append(
             Hit(
                 entry.memory,
-                min(1.0, score),
+                entry.score,
                 len(hits) + 1,
                 vector_score=entry.vector,
                 text_score=entry.text,

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Literal
@@ -21,11 +20,14 @@ from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
 from tribal_memory.errors import Conflict, InvalidInput, NotFound, StoreUnavailable, TooLarge
 from tribal_memory.graph import RelationGraph
 from tribal_memory.learned import forget_learned
+from tribal_memory.learned.layer import Retriever, event_results, scope_of
 from tribal_memory.models import (
     MEMORY_KINDS,
     SHARED_OWNER,
+    Anchor,
     CaptureResult,
-    Hit,
+    FeedbackResult,
+    LearnedParts,
     Memory,
     MemoryInput,
     MemoryPatch,
@@ -34,9 +36,9 @@ from tribal_memory.models import (
     SearchFilters,
     SearchResult,
     StoreStats,
+    Variant,
     memory_id_for,
 )
-from tribal_memory.retrieval import fuse, text_hits, vector_hits
 from tribal_memory.store.lancedb import LanceMemoryStore
 
 SearchMode = Literal["hybrid", "vector", "text"]
@@ -87,10 +89,12 @@ class MemoryService:
         migrate(engine)
         self.db = Database(engine)
         self.graph = RelationGraph(self.db)
+        self.retriever = Retriever(settings, self.db, self.store, self.embedder)
         self._capture_lock = threading.Lock()
 
     def close(self) -> None:
         """Release database connections. The service is unusable afterwards."""
+        self.retriever.close()
         self.db.close()
 
     def __enter__(self) -> MemoryService:
@@ -277,7 +281,8 @@ class MemoryService:
             InvalidInput / TooLarge: as for capture.
         """
         current = self.get(memory_id, owner=owner)
-        changes: dict[str, object] = {"updated_at": _now()}
+        # Learned anchors are dropped with the rest of the learned data below.
+        changes: dict[str, object] = {"updated_at": _now(), "anchor_text": ""}
         vector = None
         if patch.content is not None:
             content = self._check_content(patch.content)
@@ -344,13 +349,18 @@ class MemoryService:
         filters: SearchFilters | None = None,
         mode: SearchMode = "hybrid",
         min_score: float = 0.0,
+        learned: LearnedParts | None = None,
     ) -> SearchResult:
         """Hybrid (vector + BM25) search over memories passing ``filters``.
 
         Both paths fetch ``max(k, candidate_pool)`` candidates over the same
-        prefilter; :func:`tribal_memory.retrieval.fuse` combines them. With
-        fewer than ``fts_min_rows`` visible memories, hybrid search runs on
-        vectors alone and reports ``fallback="vector"``.
+        prefilter; :func:`tribal_memory.retrieval.fused_candidates` combines
+        them. With fewer than ``fts_min_rows`` visible memories, hybrid search
+        runs on vectors alone and reports ``fallback="vector"``. The learned
+        layer (:mod:`tribal_memory.learned.layer`) then applies the parts in
+        ``learned``; None means the owner's A/B variant: the parts switched on
+        in settings for ``learned``, none for ``baseline``. With no learned data
+        yet, results equal plain search exactly.
 
         Returns:
             A :class:`SearchResult`; every hit has its fused ``score`` and its
@@ -360,7 +370,6 @@ class MemoryService:
             InvalidInput: empty query, k < 1, unknown mode, bad filter.
             TooLarge: k over ``max_k``.
         """
-        started = time.perf_counter()
         query = query.strip()
         if not query:
             raise InvalidInput("query must not be empty")
@@ -370,30 +379,122 @@ class MemoryService:
         if mode not in ("hybrid", "vector", "text"):
             raise InvalidInput(f"mode must be hybrid, vector or text, not {mode!r}")
         filters = filters or SearchFilters()
-        pool = max(k, self.settings.candidate_pool)
-        fallback: Literal["vector"] | None = None
-        if mode == "hybrid" and self.store.count(filters) < self.settings.fts_min_rows:
-            mode, fallback = "vector", "vector"
-        hits: list[Hit]
-        if mode == "text":
-            hits = text_hits(self.store.text_search(query, filters, k), k, min_score)
-        else:
-            vector = self.embedder.embed(query, query=True)
-            vector_candidates = self.store.vector_search(vector, filters, pool)
-            if mode == "vector":
-                hits = vector_hits(vector_candidates, k, min_score)
-            else:
-                hits = fuse(
-                    vector_candidates,
-                    self.store.text_search(query, filters, pool),
-                    k=k,
-                    method=self.settings.fusion,
-                    vector_weight=self.settings.vector_weight,
-                    rrf_k=self.settings.rrf_k,
-                    min_score=min_score,
-                )
-        took_ms = (time.perf_counter() - started) * 1000
-        return SearchResult(tuple(hits), mode, fallback, took_ms)
+        if learned is None:
+            variant = self.retriever.variant_for(scope_of(filters))
+            learned = self.settings.learned_parts if variant == "learned" else LearnedParts.none()
+        return self.retriever.search(
+            query, k=k, filters=filters, mode=mode, min_score=min_score, parts=learned
+        )
+
+    # -- the learned layer ----------------------------------------------------------
+
+    def recall_with_feedback(
+        self,
+        query: str,
+        *,
+        k: int = 10,
+        filters: SearchFilters | None = None,
+        mode: SearchMode = "hybrid",
+        min_score: float = 0.0,
+        learned: LearnedParts | None = None,
+    ) -> SearchResult:
+        """:meth:`search`, logged as a retrieval event that usage feedback can refer to.
+
+        Returns:
+            The search result with ``retrieval_id`` set; pass it with the ids
+            of the hits the caller used to :meth:`record_usage_feedback`.
+
+        Raises:
+            As :meth:`search`.
+        """
+        filters = filters or SearchFilters()
+        result = self.search(
+            query, k=k, filters=filters, mode=mode, min_score=min_score, learned=learned
+        )
+        parts = (
+            learned
+            if learned is not None
+            else (
+                self.settings.learned_parts if result.variant == "learned" else LearnedParts.none()
+            )
+        )
+        retrieval_id = self.retriever.feedback.log(
+            owner=scope_of(filters),
+            query=query.strip(),
+            variant=result.variant,
+            results=event_results(result.hits),
+            parts=parts.names,
+            cache_hit=result.cached,
+        )
+        return dataclasses.replace(result, retrieval_id=retrieval_id)
+
+    def record_usage_feedback(
+        self, retrieval_id: str, used_ids: Sequence[str], *, owner: str | None = None
+    ) -> FeedbackResult:
+        """Report which memories of a logged retrieval the caller used.
+
+        Used (query, memory) pairs are reinforced, retrieved-but-unused ones
+        penalised; the query's cache entry counts a success (some used) or a
+        failure (none used); used memories gain the query as an anchor once
+        used ``anchor_min_uses`` times. Sending the same feedback again
+        changes nothing (``duplicate=True``).
+
+        Args:
+            retrieval_id: From :meth:`recall_with_feedback`.
+            used_ids: Memory ids among that retrieval's hits (may be empty:
+                nothing was useful).
+            owner: When given, only that owner's retrievals are visible.
+
+        Raises:
+            NotFound: unknown retrieval id (or another owner's).
+            InvalidInput: a used id that was not among that retrieval's hits.
+            Conflict: the retrieval already has feedback with other ids.
+        """
+        return self.retriever.record_usage(retrieval_id, used_ids, owner=owner)
+
+    def add_anchor(self, memory_id: str, text: str, *, owner: str | None = None) -> Anchor:
+        """Attach a manual anchor (a question the memory answers); active at once.
+
+        Raises:
+            NotFound: no such memory visible to ``owner``.
+            InvalidInput: empty or over-long anchor text.
+        """
+        self.get(memory_id, owner=owner)
+        return self.retriever.anchors.add(memory_id, text)
+
+    def anchors(self, memory_id: str, *, owner: str | None = None) -> list[Anchor]:
+        """Anchors of a memory, active and pending, most used first.
+
+        Raises:
+            NotFound: no such memory visible to ``owner``.
+        """
+        self.get(memory_id, owner=owner)
+        return self.retriever.anchors.anchors_of(memory_id)
+
+    def remove_anchor(self, memory_id: str, text: str, *, owner: str | None = None) -> None:
+        """Detach an anchor from a memory.
+
+        Raises:
+            NotFound: no such memory visible to ``owner``, or no such anchor.
+        """
+        self.get(memory_id, owner=owner)
+        if not self.retriever.anchors.remove(memory_id, text):
+            raise NotFound(f"memory {memory_id} has no anchor {text!r}")
+
+    def pin_variant(self, owner: str, variant: Variant | None) -> None:
+        """Pin ``owner`` to the A/B variant ``learned`` or ``baseline`` (None: unpin).
+
+        Raises:
+            InvalidInput: an invalid owner or variant.
+        """
+        self._check_owner(owner)
+        if variant not in (None, "learned", "baseline"):
+            raise InvalidInput(f"variant must be learned or baseline, not {variant!r}")
+        self.retriever.pin_variant(owner, variant)
+
+    def variant_for(self, owner: str) -> Variant:
+        """The A/B variant that serves ``owner``."""
+        return self.retriever.variant_for(owner)
 
     # -- relations ----------------------------------------------------------------
 

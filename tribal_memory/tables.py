@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, DateTime, Float, Index, Integer, String, Text
+from sqlalchemy import JSON, Boolean, DateTime, Float, Index, Integer, LargeBinary, String, Text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 
@@ -38,7 +38,13 @@ class RelationRow(Base):
 
 
 class QueryCacheRow(Base):
-    """A normalised query and the memories that answered it, with outcome counts."""
+    """A normalised query and the memories that answered it, with outcome counts.
+
+    Every query that received feedback has a row (also those that never
+    succeeded); ``query_vector`` (float32 bytes) lets similar later queries find
+    it, and ``hits`` is the snapshot a cache hit returns: ``[{"memory": {...},
+    "score": float, "uses": int}]``, best first.
+    """
 
     __tablename__ = "query_cache"
 
@@ -49,6 +55,9 @@ class QueryCacheRow(Base):
     success_count: Mapped[int] = mapped_column(Integer, default=0)
     failure_count: Mapped[int] = mapped_column(Integer, default=0)
     last_success: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    query_vector: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
+    hits: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
 class RetrievalEventRow(Base):
@@ -62,8 +71,12 @@ class RetrievalEventRow(Base):
     variant: Mapped[str] = mapped_column(String(32))
     results: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)
     used_ids: Mapped[list[str] | None] = mapped_column(JSON, nullable=True)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    created_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), default=utcnow, index=True
+    )
     feedback_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    cache_hit: Mapped[bool] = mapped_column(Boolean, default=False)
+    parts: Mapped[list[str]] = mapped_column(JSON, default=list)
 
 
 class QueryFactWeightRow(Base):
@@ -90,6 +103,7 @@ class FactAnchorRow(Base):
     source: Mapped[str] = mapped_column(String(16), default="learned")
     confidence: Mapped[float] = mapped_column(Float, default=0.0)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    uses: Mapped[int] = mapped_column(Integer, default=0)
 
 
 class QueryExpansionRow(Base):
@@ -101,3 +115,13 @@ class QueryExpansionRow(Base):
     query_key: Mapped[str] = mapped_column(String(512), primary_key=True)
     expansion: Mapped[str] = mapped_column(String(1024), primary_key=True)
     weight: Mapped[float] = mapped_column(Float, default=0.0)
+
+
+class OwnerVariantRow(Base):
+    """An owner pinned to an A/B variant (``learned`` or ``baseline``)."""
+
+    __tablename__ = "owner_variants"
+
+    owner: Mapped[str] = mapped_column(String(128), primary_key=True)
+    variant: Mapped[str] = mapped_column(String(16))
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

@@ -75,10 +75,14 @@ def packaged_model_dir(cache_dir: Path | None = None) -> Path:
             f"embedding model file {onnx} has sha256 {actual}, expected {PACKAGED_ONNX_SHA256}"
         )
     name = f"minilm-{PACKAGED_ONNX_SHA256[:16]}"
-    bases = [cache_dir] if cache_dir else [
-        Path(platformdirs.user_cache_dir("tribal-memory", appauthor=False)),
-        Path(tempfile.gettempdir()) / f"tribal-memory-{os.getuid()}",  # read-only home
-    ]
+    bases = (
+        [cache_dir]
+        if cache_dir
+        else [
+            Path(platformdirs.user_cache_dir("tribal-memory", appauthor=False)),
+            Path(tempfile.gettempdir()) / f"tribal-memory-{os.getuid()}",  # read-only home
+        ]
+    )
     target = _first_writable([base / name for base in bases])
     sources = {"model.onnx": onnx, **{name: _VENDORED_DIR / name for name in TOKENIZER_FILES}}
     for name, source in sources.items():

@@ -46,6 +46,13 @@ class MemoryStore(Protocol):
             NotFound: no memory with that id.
         """
 
+    def set_anchor_text(self, memory_id: str, anchor_text: str) -> bool:
+        """Overwrite a memory's learned ``anchor_text`` (nothing else changes).
+
+        Returns:
+            False when no memory has that id (a miss is not an error).
+        """
+
     def delete(self, memory_ids: Sequence[str]) -> int:
         """Delete memories by id; returns how many existed. Unknown ids are ignored."""
 
@@ -59,6 +66,15 @@ class MemoryStore(Protocol):
         self, vectors: Vector, filters: SearchFilters, k: int
     ) -> list[list[ScoredMemory]]:
         """:meth:`vector_search` for each row of ``vectors`` (shape ``(n, dim)``), in one pass."""
+
+    def score_ids(
+        self, vector: Vector, memory_ids: Sequence[str], filters: SearchFilters
+    ) -> list[ScoredMemory]:
+        """Cosine similarity of ``vector`` to each listed memory that passes ``filters``.
+
+        Ids that are not stored or not visible under ``filters`` are absent
+        from the result (best first).
+        """
 
     def text_search(self, query: str, filters: SearchFilters, k: int) -> list[ScoredMemory]:
         """Top ``k`` by BM25 over memory text, best first; [] when nothing matches."""

@@ -269,12 +269,18 @@ class LanceMemoryStore:
                     raise NotFound(f"no memory with id {memory.memory_id}")
                 vector = np.asarray(stored[0]["vector"], dtype=np.float32)
             row = _to_row(memory, vector)
-            (
-                self._table.merge_insert("memory_id")
-                .when_matched_update_all()
-                .execute([row])
-            )
+            (self._table.merge_insert("memory_id").when_matched_update_all().execute([row]))
             self._rows_since_optimize += 1
+
+    def set_anchor_text(self, memory_id: str, anchor_text: str) -> bool:
+        """See :meth:`MemoryStore.set_anchor_text`."""
+        where = f"memory_id = {_quote(memory_id)}"
+        with self._write_lock, _translated("update"):
+            if not self._table.count_rows(where):
+                return False
+            self._table.update(where=where, values={"anchor_text": anchor_text})
+            self._rows_since_optimize += 1
+        return True
 
     def delete(self, memory_ids: Sequence[str]) -> int:
         """See :meth:`MemoryStore.delete`."""
@@ -290,9 +296,9 @@ class LanceMemoryStore:
 
     # -- reads ----------------------------------------------------------------
 
-    def _rows(self, where: str, *, with_vector: bool = False, limit: int | None = None) -> list[
-        dict[str, Any]
-    ]:
+    def _rows(
+        self, where: str, *, with_vector: bool = False, limit: int | None = None
+    ) -> list[dict[str, Any]]:
         columns = [*_COLUMNS, "vector"] if with_vector else list(_COLUMNS)
         query = self._table.search().where(where).select(columns)
         query = query.limit(limit) if limit is not None else query.limit(None)
@@ -338,6 +344,29 @@ class LanceMemoryStore:
                 ScoredMemory(_to_memory(row), 1.0 - float(row["_distance"]))
             )
         return results
+
+    def score_ids(
+        self, vector: Vector, memory_ids: Sequence[str], filters: SearchFilters
+    ) -> list[ScoredMemory]:
+        """See :meth:`MemoryStore.score_ids`."""
+        if not memory_ids:
+            return []
+        where = f"memory_id IN ({_in_list(memory_ids)})"
+        extra = filter_sql(filters)
+        if extra:
+            where = f"({where}) AND ({extra})"
+        with _translated("vector search"):
+            rows = (
+                self._table.search(
+                    np.asarray(vector, dtype=np.float32), vector_column_name="vector"
+                )
+                .distance_type("cosine")  # type: ignore[attr-defined]  # vector builder
+                .select([*_COLUMNS, "_distance"])
+                .where(where, prefilter=True)
+                .limit(len(memory_ids))
+                .to_list()
+            )
+        return [ScoredMemory(_to_memory(r), 1.0 - float(r["_distance"])) for r in rows]
 
     def text_search(self, query: str, filters: SearchFilters, k: int) -> list[ScoredMemory]:
         """See :meth:`MemoryStore.text_search`. Scores are raw BM25 (>= 0)."""

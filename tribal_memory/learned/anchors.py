@@ -1,0 +1,232 @@
+"""FactAnchors: past questions attached to the memories that answered them (DESIGN §4.4).
+
+A query whose feedback used a memory ``min_uses`` times becomes an *anchor* of
+that memory; anchors may also be added by hand. Active anchors are written to
+the memory's ``anchor_text`` (so a stored memory shows what it is known to
+answer) and searched as their own BM25 path: each memory's anchors form one
+document of a small in-memory corpus scored with BM25+ (Lv & Zhai, "Lower-
+bounding term frequency normalization", CIKM 2011; the ``rank_bm25``
+implementation) over Snowball stems. Only memories that share a stem with the
+query score; scores are divided by the best one, so a match lies in (0, 1]. The
+caller caps what a match adds to a hit (setting ``anchor_weight``).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Literal
+
+from rank_bm25 import BM25Plus
+from sqlalchemy import delete, func, select
+
+from tribal_memory.db import Database
+from tribal_memory.errors import InvalidInput
+from tribal_memory.learned.text import content_terms, stem
+from tribal_memory.models import Anchor
+from tribal_memory.store.base import MemoryStore
+from tribal_memory.tables import FactAnchorRow
+
+AnchorSource = Literal["manual", "learned", "llm"]
+MAX_ANCHOR_CHARS = 1024
+
+
+@dataclass(frozen=True, slots=True)
+class AnchorMatch:
+    """A memory whose anchors match a query; ``score`` in (0, 1], 1 = best match."""
+
+    memory_id: str
+    score: float
+
+
+@dataclass(slots=True)
+class _Corpus:
+    generation: tuple[int, int, datetime | None]
+    memory_ids: list[str]
+    stems: list[set[str]]
+    bm25: BM25Plus | None
+
+
+def _stems(text: str) -> list[str]:
+    return [stem(t) for t in content_terms(text, keep_question_words=False)]
+
+
+class AnchorIndex:
+    """The ``fact_anchors`` table, mirrored into ``anchor_text`` and a BM25 corpus.
+
+    Args:
+        db: The SQL database.
+        store: The memory store whose ``anchor_text`` column is kept in step.
+        min_uses: Successful uses before a learned anchor is active (>= 1).
+        max_per_memory: Most learned anchors kept per memory (most used win).
+    """
+
+    def __init__(
+        self, db: Database, store: MemoryStore, *, min_uses: int, max_per_memory: int
+    ) -> None:
+        self._db = db
+        self._store = store
+        self.min_uses = min_uses
+        self.max_per_memory = max_per_memory
+        self._corpus: _Corpus | None = None
+        self._lock = threading.Lock()
+
+    def _active(self, row: FactAnchorRow) -> bool:
+        return row.source != "learned" or row.uses >= self.min_uses
+
+    def _anchor(self, row: FactAnchorRow) -> Anchor:
+        confidence = (
+            row.confidence if row.source != "learned" else min(1.0, row.uses / self.min_uses)
+        )
+        created = row.created_at if row.created_at.tzinfo else row.created_at.replace(tzinfo=UTC)
+        return Anchor(
+            row.memory_id,
+            row.anchor_text,
+            row.source,  # type: ignore[arg-type]  # checked on write
+            confidence,
+            row.uses,
+            self._active(row),
+            created,
+        )
+
+    def anchors_of(self, memory_id: str) -> list[Anchor]:
+        """Anchors of one memory, active and pending, most used first ([] when none)."""
+        with self._db.session() as session:
+            rows = session.scalars(
+                select(FactAnchorRow)
+                .where(FactAnchorRow.memory_id == memory_id)
+                .order_by(FactAnchorRow.uses.desc(), FactAnchorRow.anchor_text)
+            ).all()
+            return [self._anchor(r) for r in rows]
+
+    def reinforce(self, memory_id: str, query: str) -> bool:
+        """Count one successful use of ``memory_id`` for ``query``.
+
+        Returns:
+            True when this use made the anchor active.
+        """
+        text = " ".join(query.split())[:MAX_ANCHOR_CHARS]
+        if not _stems(text):
+            return False
+        with self._db.session() as session:
+            row = session.get(FactAnchorRow, (memory_id, text))
+            if row is None:
+                row = FactAnchorRow(
+                    memory_id=memory_id, anchor_text=text, source="learned", confidence=0.0, uses=0
+                )
+                session.add(row)
+            was_active = self._active(row) if row.uses else False
+            row.uses += 1
+            row.confidence = min(1.0, row.uses / self.min_uses)
+            became_active = self._active(row) and not was_active
+        if became_active:
+            self._prune(memory_id)
+            self._sync(memory_id)
+        return became_active
+
+    def add(self, memory_id: str, text: str, source: AnchorSource = "manual") -> Anchor:
+        """Attach an anchor by hand (active at once, confidence 1.0); idempotent.
+
+        Raises:
+            InvalidInput: empty text, text without words, or over 1024 characters.
+        """
+        text = " ".join(text.split())
+        if not text or not _stems(text):
+            raise InvalidInput("anchor text must contain at least one content word")
+        if len(text) > MAX_ANCHOR_CHARS:
+            raise InvalidInput(f"anchor text is over {MAX_ANCHOR_CHARS} characters")
+        with self._db.session() as session:
+            row = session.get(FactAnchorRow, (memory_id, text))
+            if row is None:
+                row = FactAnchorRow(memory_id=memory_id, anchor_text=text, uses=0)
+                session.add(row)
+            row.source = source
+            row.confidence = 1.0
+            session.flush()
+            anchor = self._anchor(row)
+        self._sync(memory_id)
+        return anchor
+
+    def remove(self, memory_id: str, text: str) -> bool:
+        """Detach an anchor; False when the memory had no such anchor."""
+        text = " ".join(text.split())
+        with self._db.session() as session:
+            result = session.execute(
+                delete(FactAnchorRow).where(
+                    FactAnchorRow.memory_id == memory_id, FactAnchorRow.anchor_text == text
+                )
+            )
+            removed = bool(result.rowcount)  # type: ignore[attr-defined]
+        if removed:
+            self._sync(memory_id)
+        return removed
+
+    def _prune(self, memory_id: str) -> None:
+        with self._db.session() as session:
+            learned = session.scalars(
+                select(FactAnchorRow)
+                .where(FactAnchorRow.memory_id == memory_id, FactAnchorRow.source == "learned")
+                .order_by(FactAnchorRow.uses.desc(), FactAnchorRow.created_at.desc())
+            ).all()
+            for row in learned[self.max_per_memory :]:
+                session.delete(row)
+
+    def _sync(self, memory_id: str) -> None:
+        text = "\n".join(a.text for a in self.anchors_of(memory_id) if a.active)
+        self._store.set_anchor_text(memory_id, text)
+
+    def active_count(self) -> int:
+        """Number of active anchors over all memories."""
+        return len(self._load().memory_ids)
+
+    def _load(self) -> _Corpus:
+        with self._db.session() as session:
+            count, uses, newest = session.execute(
+                select(
+                    func.count(),
+                    func.coalesce(func.sum(FactAnchorRow.uses), 0),
+                    func.max(FactAnchorRow.created_at),
+                )
+            ).one()
+            generation = (int(count), int(uses), newest)
+            with self._lock:
+                if self._corpus is not None and self._corpus.generation == generation:
+                    return self._corpus
+            rows = session.scalars(select(FactAnchorRow)).all()
+            texts: dict[str, list[str]] = {}
+            for row in rows:
+                if self._active(row):
+                    texts.setdefault(row.memory_id, []).extend(_stems(row.anchor_text))
+        ids = sorted(texts)
+        documents = [texts[i] for i in ids]
+        corpus = _Corpus(
+            generation, ids, [set(d) for d in documents], BM25Plus(documents) if ids else None
+        )
+        with self._lock:
+            self._corpus = corpus
+        return corpus
+
+    def search(self, query: str, limit: int) -> list[AnchorMatch]:
+        """Memories whose active anchors share a stem with ``query``, best first.
+
+        The caller filters the ids by visibility. Returns [] when nothing matches.
+        """
+        corpus = self._load()
+        terms = _stems(query)
+        if corpus.bm25 is None or not terms:
+            return []
+        wanted = set(terms)
+        scores = corpus.bm25.get_scores(terms)
+        matched = [
+            (float(scores[i]), corpus.memory_ids[i])
+            for i in range(len(corpus.memory_ids))
+            if corpus.stems[i] & wanted
+        ]
+        if not matched:
+            return []
+        matched.sort(key=lambda p: (-p[0], p[1]))
+        best = matched[0][0]
+        if best <= 0:
+            return []
+        return [AnchorMatch(memory_id, score / best) for score, memory_id in matched[:limit]]

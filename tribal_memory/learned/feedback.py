@@ -1,0 +1,233 @@
+"""FeedbackTracker: retrieval events, usage feedback and (query, memory) weights (DESIGN §4.3).
+
+A retrieval logged with feedback asked for gets a ``retrieval_id``. When the
+caller reports which of its memories it used, each used (query key, memory)
+weight moves towards +1 and each retrieved-but-unused one towards -1::
+
+    used:    w <- w + learning_rate * (1 - w)
+    unused:  w <- w - penalty_rate  * (1 + w)
+
+so weights stay in [-1, 1] whatever the order of updates. At query time the
+weights of similar past queries (cosine similarity ``s`` of the query
+embeddings at least ``tau``) are summed, each scaled by ``(s - tau) / (1 - tau)``
+and by ``0.5 ** (age / half_life)``, and the sum ``S`` becomes a score boost
+``max_boost * min(S, 1)`` (or a penalty ``max_penalty * max(S, -1)``). This is
+a bounded, decaying form of click-through relevance feedback (Joachims,
+"Optimizing search engines using clickthrough data", KDD 2002).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import select
+
+from tribal_memory.db import Database
+from tribal_memory.learned.query_cache import PastQuery
+from tribal_memory.tables import QueryFactWeightRow, RetrievalEventRow, utcnow
+
+
+@dataclass(frozen=True, slots=True)
+class RetrievalEvent:
+    """A logged retrieval.
+
+    ``results``: one dict per hit in rank order with ``id``, ``rank``, ``score``
+    and the learned-layer flags (``cached``, ``expanded_from``, ``boost``,
+    ``anchor_match``). ``used_ids`` is None until feedback arrives.
+    """
+
+    retrieval_id: str
+    owner: str
+    query: str
+    variant: str
+    results: tuple[dict[str, Any], ...]
+    used_ids: tuple[str, ...] | None
+    cache_hit: bool
+    parts: tuple[str, ...]
+    created_at: datetime
+    feedback_at: datetime | None
+
+    @property
+    def result_ids(self) -> tuple[str, ...]:
+        """Memory ids of the results, in rank order."""
+        return tuple(str(r["id"]) for r in self.results)
+
+
+def _aware(value: datetime) -> datetime:
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+class FeedbackTracker:
+    """Logs retrieval events and turns usage feedback into bounded query→memory weights.
+
+    Args:
+        db: The SQL database.
+        learning_rate: Step of a used weight towards +1, in (0, 1].
+        penalty_rate: Step of an unused weight towards -1, in [0, 1].
+        half_life_days: Age at which a weight counts half, in days.
+        min_similarity: ``tau``, the least cosine similarity of a past query that counts.
+        max_boost: Largest boost, in [0, 1].
+        max_penalty: Largest penalty, in [0, 1].
+    """
+
+    def __init__(
+        self,
+        db: Database,
+        *,
+        learning_rate: float,
+        penalty_rate: float,
+        half_life_days: float,
+        min_similarity: float,
+        max_boost: float,
+        max_penalty: float,
+    ) -> None:
+        self._db = db
+        self.learning_rate = learning_rate
+        self.penalty_rate = penalty_rate
+        self.half_life_days = half_life_days
+        self.min_similarity = min_similarity
+        self.max_boost = max_boost
+        self.max_penalty = max_penalty
+
+    # -- events -------------------------------------------------------------------
+
+    def log(
+        self,
+        *,
+        owner: str,
+        query: str,
+        variant: str,
+        results: Sequence[dict[str, Any]],
+        parts: Sequence[str],
+        cache_hit: bool,
+    ) -> str:
+        """Store a retrieval event; returns its new ``retrieval_id`` (a UUID4 string)."""
+        retrieval_id = str(uuid.uuid4())
+        with self._db.session() as session:
+            session.add(
+                RetrievalEventRow(
+                    retrieval_id=retrieval_id,
+                    owner=owner,
+                    query=query,
+                    variant=variant,
+                    results=list(results),
+                    parts=list(parts),
+                    cache_hit=cache_hit,
+                    created_at=utcnow(),
+                )
+            )
+        return retrieval_id
+
+    def event(self, retrieval_id: str) -> RetrievalEvent | None:
+        """The logged event, or None when the id is unknown."""
+        with self._db.session() as session:
+            row = session.get(RetrievalEventRow, retrieval_id)
+            if row is None:
+                return None
+            return RetrievalEvent(
+                row.retrieval_id,
+                row.owner,
+                row.query,
+                row.variant,
+                tuple(row.results or ()),
+                tuple(row.used_ids) if row.used_ids is not None else None,
+                bool(row.cache_hit),
+                tuple(row.parts or ()),
+                _aware(row.created_at),
+                _aware(row.feedback_at) if row.feedback_at else None,
+            )
+
+    def mark_used(self, retrieval_id: str, used_ids: Sequence[str], now: datetime) -> bool:
+        """Record the used ids on the event once; False when it already had feedback."""
+        with self._db.session() as session:
+            row = session.get(RetrievalEventRow, retrieval_id, with_for_update=True)
+            if row is None or row.used_ids is not None:
+                return False
+            row.used_ids = list(used_ids)
+            row.feedback_at = now
+            return True
+
+    # -- weights ------------------------------------------------------------------
+
+    def reinforce(
+        self,
+        owner: str,
+        key: str,
+        used: Sequence[str],
+        unused: Sequence[str],
+        now: datetime,
+    ) -> None:
+        """Move the (key, memory) weights of ``used`` towards +1 and of ``unused`` towards -1."""
+        if not key or not (used or unused):
+            return
+        ids = list(dict.fromkeys([*used, *unused]))
+        with self._db.session() as session:
+            rows = {
+                r.memory_id: r
+                for r in session.scalars(
+                    select(QueryFactWeightRow).where(
+                        QueryFactWeightRow.owner == owner,
+                        QueryFactWeightRow.query_key == key,
+                        QueryFactWeightRow.memory_id.in_(ids),
+                    )
+                )
+            }
+            used_set = set(used)
+            for memory_id in ids:
+                row = rows.get(memory_id)
+                if row is None:
+                    if memory_id not in used_set and self.penalty_rate == 0:
+                        continue
+                    row = QueryFactWeightRow(
+                        owner=owner, query_key=key, memory_id=memory_id, weight=0.0
+                    )
+                    session.add(row)
+                weight = self.decayed(row.weight, row.updated_at, now)
+                if memory_id in used_set:
+                    weight += self.learning_rate * (1.0 - weight)
+                else:
+                    weight -= self.penalty_rate * (1.0 + weight)
+                row.weight = min(1.0, max(-1.0, weight))
+                row.updated_at = now
+
+    def decayed(self, weight: float, updated_at: datetime | None, now: datetime) -> float:
+        """``weight`` halved for every ``half_life_days`` since ``updated_at``."""
+        if updated_at is None:
+            return weight
+        age_days = max(0.0, (now - _aware(updated_at)).total_seconds() / 86400.0)
+        return float(weight * 0.5 ** (age_days / self.half_life_days))
+
+    def boosts(self, owner: str, similar: Sequence[PastQuery], now: datetime) -> dict[str, float]:
+        """Score change per memory from the weights of ``similar`` past queries.
+
+        Returns:
+            ``{memory_id: boost}`` with boosts in ``[-max_penalty, max_boost]``;
+            memories without weights are absent ({} when nothing applies).
+        """
+        relevant = {q.key: q.similarity for q in similar if q.similarity >= self.min_similarity}
+        if not relevant:
+            return {}
+        span = max(1e-9, 1.0 - self.min_similarity)
+        totals: dict[str, float] = {}
+        with self._db.session() as session:
+            rows = session.scalars(
+                select(QueryFactWeightRow).where(
+                    QueryFactWeightRow.owner == owner,
+                    QueryFactWeightRow.query_key.in_(list(relevant)),
+                )
+            ).all()
+            for row in rows:
+                closeness = min(1.0, (relevant[row.query_key] - self.min_similarity) / span)
+                weight = self.decayed(row.weight, row.updated_at, now)
+                totals[row.memory_id] = totals.get(row.memory_id, 0.0) + closeness * weight
+        return {
+            memory_id: self.max_boost * min(total, 1.0)
+            if total >= 0
+            else self.max_penalty * max(total, -1.0)
+            for memory_id, total in totals.items()
+            if total != 0.0
+        }

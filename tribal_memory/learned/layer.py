@@ -1,0 +1,437 @@
+"""The retrieval pipeline with the learned parts on top of plain search (DESIGN §3-4).
+
+:meth:`Retriever.search` runs, in order:
+
+1. **cache** — an eligible entry for the exact query key answers at once (no
+   embedding, no store query); else, once the query is embedded, an eligible
+   entry whose query is at least ``semantic_cache_threshold`` similar.
+2. **plain search** — vector and BM25 candidates (``candidate_pool`` each)
+   fused as in :mod:`tribal_memory.retrieval`.
+3. **expansion** — each keyword variant is searched on the BM25 path; a
+   variant's normalised match ``m`` counts as ``expansion_weight * m`` BM25
+   evidence where it beats the query's own (``expanded_from`` on the hit).
+4. **anchors** — ``anchor_weight * match`` is added for anchored memories.
+5. **feedback** — boosts/penalties from similar past queries are added.
+
+Memories that 3-5 bring in from outside the pool are scored against the query
+vector over the same prefilter. Final scores are clipped to [0, 1]. Parts 1, 3
+and 5 stay off until the scope (owner) has past queries with feedback, and 4
+until some anchor exists, so with no learned data a search is exactly plain
+search.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+from tribal_memory.config import Settings
+from tribal_memory.db import Database
+from tribal_memory.embeddings.base import Embedder, Vector
+from tribal_memory.errors import Conflict, InvalidInput, NotFound
+from tribal_memory.learned.anchors import AnchorIndex
+from tribal_memory.learned.expander import (
+    ExpansionUnavailable,
+    LearnedExpansions,
+    LlmVariants,
+    rule_variants,
+)
+from tribal_memory.learned.feedback import FeedbackTracker
+from tribal_memory.learned.query_cache import CacheEntry, QueryCache
+from tribal_memory.learned.text import query_key
+from tribal_memory.models import (
+    FeedbackResult,
+    Hit,
+    LearnedParts,
+    SearchFilters,
+    SearchResult,
+    Variant,
+)
+from tribal_memory.retrieval import Candidate, fused_candidates
+from tribal_memory.store.base import MemoryStore
+from tribal_memory.tables import OwnerVariantRow, utcnow
+
+SearchMode = Literal["hybrid", "vector", "text"]
+ALL_OWNERS = "*"
+"""Scope of learned data for searches over every owner (admin searches)."""
+
+
+@dataclass(slots=True)
+class _Learned:
+    expansion: float = 0.0
+    expanded_from: str | None = None
+    anchor: float | None = None
+    boost: float = 0.0
+
+
+def scope_of(filters: SearchFilters) -> str:
+    """The owner whose learned data a search with ``filters`` uses and feeds."""
+    return filters.owner if filters.owner is not None else ALL_OWNERS
+
+
+def _plain_filters(filters: SearchFilters) -> bool:
+    return filters == SearchFilters(owner=filters.owner, include_shared=filters.include_shared)
+
+
+class Retriever:
+    """Plain and learned retrieval over one store.
+
+    Args:
+        settings: Fusion and learned-layer settings.
+        db: The SQL database (learned tables).
+        store: The memory store.
+        embedder: The embedding model (queries are embedded with ``query=True``).
+    """
+
+    def __init__(
+        self, settings: Settings, db: Database, store: MemoryStore, embedder: Embedder
+    ) -> None:
+        self.settings = settings
+        self._db = db
+        self._store = store
+        self._embedder = embedder
+        self.cache = QueryCache(
+            db,
+            min_successes=settings.cache_min_successes,
+            min_success_rate=settings.cache_min_success_rate,
+        )
+        self.feedback = FeedbackTracker(
+            db,
+            learning_rate=settings.feedback_learning_rate,
+            penalty_rate=settings.feedback_penalty_rate,
+            half_life_days=settings.feedback_half_life_days,
+            min_similarity=settings.feedback_similarity,
+            max_boost=settings.max_boost,
+            max_penalty=settings.max_penalty,
+        )
+        self.anchors = AnchorIndex(
+            db,
+            store,
+            min_uses=settings.anchor_min_uses,
+            max_per_memory=settings.max_anchors_per_memory,
+        )
+        self.expansions = LearnedExpansions(db)
+        self.llm = (
+            LlmVariants(
+                settings.llm_url,
+                settings.llm_model,
+                api_key=settings.llm_api_key,
+                timeout_s=settings.llm_timeout_s,
+            )
+            if settings.llm_url and settings.llm_model
+            else None
+        )
+        self.counters: Counter[str] = Counter()
+        self._counter_lock = threading.Lock()
+
+    def close(self) -> None:
+        """Close the LLM client, if any."""
+        if self.llm is not None:
+            self.llm.close()
+
+    def count(self, name: str) -> None:
+        """Add one to an in-process counter (reported by retrieval stats)."""
+        with self._counter_lock:
+            self.counters[name] += 1
+
+    # -- feedback ---------------------------------------------------------------------
+
+    def record_usage(
+        self, retrieval_id: str, used_ids: Sequence[str], *, owner: str | None = None
+    ) -> FeedbackResult:
+        """Apply usage feedback to a logged retrieval (see ``MemoryService.record_usage_feedback``).
+
+        Raises:
+            NotFound: unknown ``retrieval_id`` (or one of another owner).
+            InvalidInput: a used id that was not among the retrieval's results.
+            Conflict: the retrieval already has different feedback.
+        """
+        event = self.feedback.event(retrieval_id)
+        if event is None or (owner is not None and event.owner != owner):
+            raise NotFound(f"no retrieval with id {retrieval_id}")
+        used = list(dict.fromkeys(used_ids))
+        results = event.result_ids
+        strangers = [i for i in used if i not in results]
+        if strangers:
+            raise InvalidInput(
+                f"memories {strangers} were not among the results of retrieval {retrieval_id}"
+            )
+        unused = tuple(i for i in results if i not in set(used))
+        outcome = FeedbackResult(retrieval_id, tuple(used), unused)
+        now = utcnow()
+        if not self.feedback.mark_used(retrieval_id, used, now):
+            recorded = self.feedback.event(retrieval_id)
+            if recorded is not None and set(recorded.used_ids or ()) == set(used):
+                return replace(outcome, duplicate=True)
+            raise Conflict(
+                f"retrieval {retrieval_id} already has feedback with other memories; "
+                "feedback is recorded once per retrieval"
+            )
+        key = query_key(event.query)
+        scores = {str(r["id"]): float(r["score"]) for r in event.results}
+        memories = self._store.get(used)
+        used_memories = [(memories[i], scores[i]) for i in used if i in memories]
+        vector = self._embedder.embed(event.query, query=True)
+        self.cache.record(event.owner, key, event.query, vector, used_memories, now=now)
+        self.feedback.reinforce(event.owner, key, used, unused, now)
+        self.expansions.learn(event.owner, key, event.query, [m.content for m, _ in used_memories])
+        created = sum(self.anchors.reinforce(m.memory_id, event.query) for m, _ in used_memories)
+        return replace(outcome, anchors_created=created)
+
+    # -- A/B variants ---------------------------------------------------------------
+
+    def variant_for(self, owner: str) -> Variant:
+        """The variant ``owner`` is pinned to, else the ``default_variant`` setting."""
+        with self._db.session() as session:
+            row = session.get(OwnerVariantRow, owner)
+            if row is not None and row.variant in ("learned", "baseline"):
+                return row.variant  # type: ignore[return-value]  # checked above
+        return self.settings.default_variant
+
+    def pin_variant(self, owner: str, variant: Variant | None) -> None:
+        """Pin ``owner`` to ``variant``; None removes the pin."""
+        with self._db.session() as session:
+            row = session.get(OwnerVariantRow, owner)
+            if variant is None:
+                if row is not None:
+                    session.delete(row)
+                return
+            if row is None:
+                session.add(OwnerVariantRow(owner=owner, variant=variant, updated_at=utcnow()))
+            else:
+                row.variant = variant
+                row.updated_at = utcnow()
+
+    # -- search -----------------------------------------------------------------------
+
+    def search(
+        self,
+        query: str,
+        *,
+        k: int,
+        filters: SearchFilters,
+        mode: SearchMode,
+        min_score: float,
+        parts: LearnedParts,
+    ) -> SearchResult:
+        """Search with the given learned parts (all off: plain search).
+
+        Returns:
+            A :class:`SearchResult`; see :class:`tribal_memory.models.Hit` for
+            what the learned fields mean. ``took_ms`` is wall time in ms.
+        """
+        started = time.perf_counter()
+        scope = scope_of(filters)
+        variant: Variant = "learned" if parts.any else "baseline"
+        key = query_key(query)
+        if parts.cache and _plain_filters(filters):
+            entry = self.cache.lookup(scope, key)
+            if entry is not None:
+                return self._cached(entry, k, min_score, mode, variant, started)
+        has_past = parts.any and self.cache.has_entries(scope)
+        use_anchors = parts.anchors and self.anchors.active_count() > 0
+        pool = max(k, self.settings.candidate_pool)
+        fallback: Literal["vector"] | None = None
+        if mode == "hybrid" and self._store.count(filters) < self.settings.fts_min_rows:
+            mode, fallback = "vector", "vector"
+        need_vector = mode != "text" or has_past or use_anchors
+        vector = self._embedder.embed(query, query=True) if need_vector else None
+        if parts.cache and has_past and vector is not None and _plain_filters(filters):
+            close = self.cache.similar(
+                scope, vector, min_similarity=self.settings.semantic_cache_threshold, limit=1
+            )
+            if close and close[0].eligible:
+                entry = self.cache.get(scope, close[0].key)
+                if entry is not None:
+                    return self._cached(entry, k, min_score, mode, variant, started)
+        candidates = self._plain(query, vector, filters, mode, pool)
+        learned: dict[str, _Learned] = {}
+        if has_past or use_anchors:
+            learned = self._learned_parts(
+                query, vector, filters, mode, pool, parts, scope, has_past, use_anchors
+            )
+        hits = self._rank(candidates, learned, vector, filters, mode, k, min_score)
+        took_ms = (time.perf_counter() - started) * 1000
+        return SearchResult(tuple(hits), mode, fallback, took_ms, variant=variant)
+
+    def _cached(
+        self,
+        entry: CacheEntry,
+        k: int,
+        min_score: float,
+        mode: SearchMode,
+        variant: Variant,
+        started: float,
+    ) -> SearchResult:
+        hits = [
+            Hit(h.memory, h.score, rank, cached=True)
+            for rank, h in enumerate((h for h in entry.hits if h.score >= min_score), start=1)
+            if rank <= k
+        ]
+        took_ms = (time.perf_counter() - started) * 1000
+        return SearchResult(tuple(hits), mode, None, took_ms, variant=variant, cached=True)
+
+    def _plain(
+        self,
+        query: str,
+        vector: Vector | None,
+        filters: SearchFilters,
+        mode: SearchMode,
+        pool: int,
+    ) -> list[Candidate]:
+        s = self.settings
+        vector_part = (
+            self._store.vector_search(vector, filters, pool)
+            if mode != "text" and vector is not None
+            else []
+        )
+        text_part = self._store.text_search(query, filters, pool) if mode != "vector" else []
+        if mode == "hybrid":
+            return fused_candidates(
+                vector_part,
+                text_part,
+                method=s.fusion,
+                vector_weight=s.vector_weight,
+                rrf_k=s.rrf_k,
+            )
+        weight = 1.0 if mode == "vector" else 0.0
+        return fused_candidates(vector_part, text_part, vector_weight=weight)
+
+    def _variants(self, query: str, scope: str, similar: Sequence[Any]) -> list[str]:
+        variants = rule_variants(query)
+        learned = self.expansions.variant(
+            scope, similar, min_similarity=self.settings.feedback_similarity, limit=8
+        )
+        if learned:
+            variants.append(learned)
+        if self.llm is not None:
+            self.count("llm_calls")
+            try:
+                variants.extend(self.llm(query))
+            except ExpansionUnavailable:
+                self.count("llm_failures")
+        return variants
+
+    def _learned_parts(
+        self,
+        query: str,
+        vector: Vector | None,
+        filters: SearchFilters,
+        mode: SearchMode,
+        pool: int,
+        parts: LearnedParts,
+        scope: str,
+        has_past: bool,
+        use_anchors: bool,
+    ) -> dict[str, _Learned]:
+        learned: dict[str, _Learned] = {}
+        similar = (
+            self.cache.similar(scope, vector, min_similarity=self.settings.feedback_similarity)
+            if has_past and vector is not None
+            else []
+        )
+        if parts.expansion and has_past and mode != "vector":
+            for variant in self._variants(query, scope, similar):
+                found = self._store.text_search(variant, filters, pool)
+                best = max((c.score for c in found), default=0.0)
+                if best <= 0:
+                    continue
+                for scored in found:
+                    value = self.settings.expansion_weight * scored.score / best
+                    entry = learned.setdefault(scored.memory.memory_id, _Learned())
+                    if value > entry.expansion:
+                        entry.expansion, entry.expanded_from = value, variant
+        if use_anchors:
+            for match in self.anchors.search(query, pool):
+                learned.setdefault(match.memory_id, _Learned()).anchor = match.score
+        if parts.feedback and similar:
+            for memory_id, boost in self.feedback.boosts(scope, similar, utcnow()).items():
+                learned.setdefault(memory_id, _Learned()).boost = boost
+        return learned
+
+    def _rank(
+        self,
+        candidates: list[Candidate],
+        learned: dict[str, _Learned],
+        vector: Vector | None,
+        filters: SearchFilters,
+        mode: SearchMode,
+        k: int,
+        min_score: float,
+    ) -> list[Hit]:
+        if not learned:
+            return _hits(candidates, {}, k, min_score)
+        by_id = {c.memory.memory_id: c for c in candidates}
+        outside = [i for i in learned if i not in by_id]
+        if outside and vector is not None:
+            weight = self._vector_weight(mode)
+            for scored in self._store.score_ids(vector, outside, filters):
+                cosine = min(1.0, max(0.0, scored.score))
+                by_id[scored.memory.memory_id] = Candidate(
+                    scored.memory, weight * cosine, vector=cosine
+                )
+        text_weight = 1.0 - self._vector_weight(mode)
+        rescored: list[Candidate] = []
+        for memory_id, candidate in by_id.items():
+            extra = learned.get(memory_id)
+            if extra is not None:
+                gain = max(0.0, extra.expansion - (candidate.text or 0.0)) * text_weight
+                if gain <= 0:
+                    extra.expanded_from = None
+                gain += self.settings.anchor_weight * (extra.anchor or 0.0) + extra.boost
+                candidate = replace(candidate, score=min(1.0, max(0.0, candidate.score + gain)))
+            rescored.append(candidate)
+        rescored.sort(key=lambda c: (-c.score, c.memory.memory_id))
+        return _hits(rescored, learned, k, min_score)
+
+    def _vector_weight(self, mode: SearchMode) -> float:
+        if mode == "vector":
+            return 1.0
+        if mode == "text":
+            return 0.0
+        return self.settings.vector_weight if self.settings.fusion == "weighted" else 0.5
+
+
+def _hits(
+    candidates: Sequence[Candidate], learned: dict[str, _Learned], k: int, min_score: float
+) -> list[Hit]:
+    hits: list[Hit] = []
+    for candidate in candidates:
+        if len(hits) == k:
+            break
+        if candidate.score < min_score:
+            continue
+        extra = learned.get(candidate.memory.memory_id)
+        hits.append(
+            Hit(
+                candidate.memory,
+                candidate.score,
+                len(hits) + 1,
+                vector_score=candidate.vector,
+                text_score=candidate.text,
+                expanded_from=extra.expanded_from if extra else None,
+                boost=extra.boost if extra else 0.0,
+                anchor_match=extra.anchor if extra else None,
+            )
+        )
+    return hits
+
+
+def event_results(hits: Sequence[Hit]) -> list[dict[str, Any]]:
+    """The JSON form of hits stored with a retrieval event."""
+    return [
+        {
+            "id": h.memory.memory_id,
+            "rank": h.rank,
+            "score": round(h.score, 6),
+            "cached": h.cached,
+            "expanded_from": h.expanded_from,
+            "boost": round(h.boost, 6),
+            "anchor_match": h.anchor_match,
+        }
+        for h in hits
+    ]

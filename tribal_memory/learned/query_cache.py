@@ -1,0 +1,247 @@
+"""QueryCache: questions proven by feedback, answered without a search (DESIGN §4.1).
+
+Every query that received feedback gets an entry keyed by ``(owner, query
+key)`` (see :func:`tribal_memory.learned.text.query_key`) holding success and
+failure counts, the query's embedding and a snapshot of the memories that were
+used. An entry answers (is *eligible*) once it has at least ``min_successes``
+successes and a success rate of at least ``min_success_rate``. A reworded query
+may hit an eligible entry whose query embedding is at least as similar as a
+threshold (the semantic hit). Entries pointing at a memory that changes or goes
+away are dropped by :func:`tribal_memory.learned.invalidation.forget_learned`.
+
+The same entries, eligible or not, are the *past queries* that feedback boosts
+and learned expansions look up by similarity (:meth:`QueryCache.similar`).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
+from sqlalchemy import func, select
+
+from tribal_memory.db import Database
+from tribal_memory.embeddings.base import Vector
+from tribal_memory.models import Memory, memory_from_json, memory_to_json
+from tribal_memory.tables import QueryCacheRow, utcnow
+
+
+@dataclass(frozen=True, slots=True)
+class CachedHit:
+    """A memory in a cache entry: its snapshot, last score (in [0, 1]) and use count."""
+
+    memory: Memory
+    score: float
+    uses: int
+
+
+@dataclass(frozen=True, slots=True)
+class CacheEntry:
+    """One eligible cache entry; ``hits`` are most used first."""
+
+    owner: str
+    key: str
+    query_text: str
+    hits: tuple[CachedHit, ...]
+    success_count: int
+    failure_count: int
+
+    @property
+    def success_rate(self) -> float:
+        """Successes over all feedbacks, in [0, 1]."""
+        total = self.success_count + self.failure_count
+        return self.success_count / total if total else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class PastQuery:
+    """A past query similar to the current one; ``similarity`` is cosine in [-1, 1]."""
+
+    key: str
+    text: str
+    similarity: float
+    eligible: bool
+
+
+@dataclass(slots=True)
+class _OwnerIndex:
+    generation: tuple[int, datetime | None]
+    keys: list[str]
+    texts: list[str]
+    eligible: np.ndarray
+    matrix: np.ndarray  # (n, dim), rows unit length
+
+
+class QueryCache:
+    """The ``query_cache`` table plus an in-memory index of its query embeddings.
+
+    Args:
+        db: The SQL database.
+        min_successes: Successes an entry needs to answer (>= 1).
+        min_success_rate: Success rate an entry needs to answer, in [0, 1].
+    """
+
+    def __init__(self, db: Database, *, min_successes: int, min_success_rate: float) -> None:
+        self._db = db
+        self._min_successes = min_successes
+        self._min_rate = min_success_rate
+        self._indexes: dict[str, _OwnerIndex] = {}
+        self._lock = threading.Lock()
+
+    def _eligible(self, success: int, failure: int) -> bool:
+        total = success + failure
+        return success >= self._min_successes and total > 0 and success / total >= self._min_rate
+
+    def lookup(self, owner: str, key: str) -> CacheEntry | None:
+        """The eligible entry for exactly this key, or None (a miss)."""
+        if not key:
+            return None
+        with self._db.session() as session:
+            row = session.get(QueryCacheRow, (owner, key))
+            if row is None or not self._eligible(row.success_count, row.failure_count):
+                return None
+            return _entry(row)
+
+    def _index(self, owner: str) -> _OwnerIndex | None:
+        with self._db.session() as session:
+            count, newest = session.execute(
+                select(func.count(), func.max(QueryCacheRow.updated_at)).where(
+                    QueryCacheRow.owner == owner, QueryCacheRow.query_vector.is_not(None)
+                )
+            ).one()
+            if not count:
+                return None
+            generation = (int(count), newest)
+            with self._lock:
+                cached = self._indexes.get(owner)
+                if cached is not None and cached.generation == generation:
+                    return cached
+            rows = session.execute(
+                select(
+                    QueryCacheRow.query_key,
+                    QueryCacheRow.query_text,
+                    QueryCacheRow.success_count,
+                    QueryCacheRow.failure_count,
+                    QueryCacheRow.query_vector,
+                ).where(QueryCacheRow.owner == owner, QueryCacheRow.query_vector.is_not(None))
+            ).all()
+        matrix = np.stack([np.frombuffer(r.query_vector, dtype=np.float32) for r in rows])
+        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+        index = _OwnerIndex(
+            generation,
+            [r.query_key for r in rows],
+            [r.query_text for r in rows],
+            np.array([self._eligible(r.success_count, r.failure_count) for r in rows]),
+            matrix / np.maximum(norms, 1e-12),
+        )
+        with self._lock:
+            self._indexes[owner] = index
+        return index
+
+    def similar(
+        self, owner: str, vector: Vector, *, min_similarity: float, limit: int = 20
+    ) -> list[PastQuery]:
+        """Past queries of ``owner`` with cosine similarity >= ``min_similarity``, best first.
+
+        Args:
+            owner: Whose past queries.
+            vector: The query embedding, shape ``(dim,)``.
+            min_similarity: Least cosine similarity, in [-1, 1].
+            limit: Most past queries returned.
+
+        Returns:
+            Up to ``limit`` past queries; [] when none is similar enough.
+        """
+        index = self._index(owner)
+        if index is None:
+            return []
+        query = np.asarray(vector, dtype=np.float32)
+        if index.matrix.shape[1] != query.shape[0]:
+            return []
+        query = query / max(float(np.linalg.norm(query)), 1e-12)
+        sims = index.matrix @ query
+        order = np.argsort(-sims)[:limit]
+        return [
+            PastQuery(index.keys[i], index.texts[i], float(sims[i]), bool(index.eligible[i]))
+            for i in order
+            if sims[i] >= min_similarity
+        ]
+
+    def has_entries(self, owner: str) -> bool:
+        """True when ``owner`` has any past query with feedback."""
+        return self._index(owner) is not None
+
+    def get(self, owner: str, key: str) -> CacheEntry | None:
+        """The entry for this key whether eligible or not, or None."""
+        with self._db.session() as session:
+            row = session.get(QueryCacheRow, (owner, key))
+            return _entry(row) if row is not None else None
+
+    def record(
+        self,
+        owner: str,
+        key: str,
+        text: str,
+        vector: Vector | None,
+        used: Sequence[tuple[Memory, float]],
+        *,
+        now: datetime | None = None,
+    ) -> None:
+        """Count one feedback on the query: a success when ``used`` is non-empty.
+
+        Args:
+            owner: Whose query.
+            key: The query key; an empty key records nothing.
+            text: The query as asked.
+            vector: Its embedding (kept for similarity lookups), or None.
+            used: The memories reported used, each with its score in that retrieval.
+            now: Time of the feedback (default: now).
+        """
+        if not key:
+            return
+        now = now or utcnow()
+        with self._db.session() as session:
+            row = session.get(QueryCacheRow, (owner, key))
+            if row is None:
+                row = QueryCacheRow(
+                    owner=owner,
+                    query_key=key,
+                    query_text=text,
+                    memory_ids=[],
+                    hits=[],
+                    success_count=0,
+                    failure_count=0,
+                )
+                session.add(row)
+            if vector is not None and row.query_vector is None:
+                row.query_vector = np.asarray(vector, dtype=np.float32).tobytes()
+            if used:
+                row.success_count += 1
+                row.last_success = now
+                snapshot = {h["memory"]["memory_id"]: dict(h) for h in row.hits or []}
+                for memory, score in used:
+                    previous = snapshot.get(memory.memory_id, {"uses": 0})
+                    snapshot[memory.memory_id] = {
+                        "memory": memory_to_json(memory),
+                        "score": float(score),
+                        "uses": int(previous["uses"]) + 1,
+                    }
+                hits = sorted(snapshot.values(), key=lambda h: (-h["uses"], -h["score"]))
+                row.hits = hits
+                row.memory_ids = [h["memory"]["memory_id"] for h in hits]
+            else:
+                row.failure_count += 1
+            row.updated_at = now
+
+
+def _entry(row: QueryCacheRow) -> CacheEntry:
+    hits = tuple(
+        CachedHit(memory_from_json(h["memory"]), float(h["score"]), int(h["uses"]))
+        for h in row.hits or []
+    )
+    return CacheEntry(
+        row.owner, row.query_key, row.query_text, hits, row.success_count, row.failure_count
+    )
