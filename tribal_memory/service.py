@@ -21,6 +21,7 @@ from tribal_memory.errors import Conflict, InvalidInput, NotFound, StoreUnavaila
 from tribal_memory.graph import RelationGraph
 from tribal_memory.learned import forget_learned
 from tribal_memory.learned.layer import Retriever, event_results, scope_of
+from tribal_memory.learned.stats import Bucket, RetrievalStats, retrieval_stats
 from tribal_memory.models import (
     MEMORY_KINDS,
     SHARED_OWNER,
@@ -491,6 +492,35 @@ class MemoryService:
         if variant not in (None, "learned", "baseline"):
             raise InvalidInput(f"variant must be learned or baseline, not {variant!r}")
         self.retriever.pin_variant(owner, variant)
+
+    def retrieval_stats(
+        self,
+        *,
+        owner: str | None = None,
+        bucket: Bucket = "day",
+        since: datetime | None = None,
+    ) -> RetrievalStats:
+        """Cache hit rate, usage rates per variant, expansion lift and a learning curve.
+
+        Args:
+            owner: Only this owner's retrievals (None: all).
+            bucket: Learning-curve period, ``"day"`` or ``"week"``.
+            since: Only retrievals at or after this time.
+
+        Raises:
+            InvalidInput: an unknown bucket.
+        """
+        if bucket not in ("day", "week"):
+            raise InvalidInput(f"bucket must be day or week, not {bucket!r}")
+        return retrieval_stats(
+            self.db,
+            owner=owner,
+            bucket=bucket,
+            since=since,
+            counters=dict(self.retriever.counters),
+            min_successes=self.settings.cache_min_successes,
+            min_success_rate=self.settings.cache_min_success_rate,
+        )
 
     def variant_for(self, owner: str) -> Variant:
         """The A/B variant that serves ``owner``."""
