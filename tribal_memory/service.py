@@ -329,18 +329,22 @@ class MemoryService:
         k: int = 10,
         filters: SearchFilters | None = None,
         min_score: float = 0.0,
+        learned: LearnedParts | None = None,
     ) -> SearchResult:
-        """Embedding-similarity recall.
+        """Embedding-similarity recall (:meth:`search` with ``mode="vector"``).
 
         Returns:
             Up to ``k`` hits; ``score`` = cosine similarity clipped to [0, 1]
-            (higher is closer). Hits under ``min_score`` are dropped; no match
-            gives an empty result.
+            (higher is closer), plus any learned boost or anchor match once the
+            learned layer has data (see :meth:`search`). Hits under
+            ``min_score`` are dropped; no match gives an empty result.
 
         Raises:
             InvalidInput: empty query or k < 1. TooLarge: k over ``max_k``.
         """
-        return self.search(query, k=k, filters=filters, mode="vector", min_score=min_score)
+        return self.search(
+            query, k=k, filters=filters, mode="vector", min_score=min_score, learned=learned
+        )
 
     def search(
         self,
