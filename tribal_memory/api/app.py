@@ -21,10 +21,11 @@ from tribal_memory.api.deps import DEPENDENCIES, SERVICE_STATE_KEY
 from tribal_memory.api.docs import openapi_config, swagger_static_router
 from tribal_memory.api.errors import EXCEPTION_HANDLERS
 from tribal_memory.api.health import health
+from tribal_memory.api.learned import AnchorsController, FeedbackController, VariantsController
 from tribal_memory.api.memories import MemoriesController
 from tribal_memory.api.relations import RelationsController
 from tribal_memory.api.retrieval import RetrievalController
-from tribal_memory.api.stats import stats
+from tribal_memory.api.stats import retrieval_stats, stats
 from tribal_memory.config import Settings
 from tribal_memory.embeddings.base import Embedder
 from tribal_memory.service import MemoryService
@@ -82,7 +83,11 @@ def create_app(settings: Settings, *, embedder: Embedder | None = None) -> Lites
             MemoriesController,
             RetrievalController,
             RelationsController,
+            FeedbackController,
+            AnchorsController,
+            VariantsController,
             stats,
+            retrieval_stats,
             health,
             swagger_static_router(),
         ],

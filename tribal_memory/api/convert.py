@@ -5,16 +5,24 @@ from __future__ import annotations
 import msgspec
 
 from tribal_memory.api.schemas import (
+    AnchorOut,
     CaptureOut,
+    CurvePointOut,
+    FeedbackOut,
     HitOut,
     MemoryOut,
     NeighborOut,
     RelationOut,
+    RetrievalStatsOut,
     SearchOut,
     StatsOut,
+    UsageOut,
 )
+from tribal_memory.learned.stats import RetrievalStats, UsageCounts
 from tribal_memory.models import (
+    Anchor,
     CaptureResult,
+    FeedbackResult,
     Hit,
     Memory,
     Neighbor,
@@ -84,6 +92,10 @@ def hit_out(hit: Hit) -> HitOut:
         doc_id=memory.doc_id,
         chunk_index=memory.chunk_index,
         parent_id=memory.parent_id,
+        cached=hit.cached,
+        expanded_from=hit.expanded_from,
+        boost=float(hit.boost),
+        anchor_match=_optional_float(hit.anchor_match),
     )
 
 
@@ -94,4 +106,43 @@ def search_out(result: SearchResult) -> SearchOut:
         mode=result.mode,
         fallback=result.fallback,
         took_ms=float(result.took_ms),
+        variant=result.variant,
+        cached=result.cached,
+        retrieval_id=result.retrieval_id,
+    )
+
+
+def feedback_out(result: FeedbackResult) -> FeedbackOut:
+    """Response body of a :class:`FeedbackResult`."""
+    return msgspec.convert(result, FeedbackOut, from_attributes=True)
+
+
+def anchor_out(anchor: Anchor) -> AnchorOut:
+    """Response body of an :class:`Anchor`."""
+    return msgspec.convert(anchor, AnchorOut, from_attributes=True)
+
+
+def _usage_out(counts: UsageCounts) -> UsageOut:
+    return msgspec.convert(counts, UsageOut, from_attributes=True)
+
+
+def retrieval_stats_out(stats: RetrievalStats) -> RetrievalStatsOut:
+    """Response body of :class:`RetrievalStats`; each curve point's counts are flattened in."""
+    curve = [
+        CurvePointOut(period=point.period, **msgspec.structs.asdict(_usage_out(point.counts)))
+        for point in stats.learning_curve
+    ]
+    return RetrievalStatsOut(
+        overall=_usage_out(stats.overall),
+        variants={name: _usage_out(counts) for name, counts in stats.variants.items()},
+        expansion_lift=_optional_float(stats.expansion_lift),
+        expanded_hits=stats.expanded_hits,
+        learning_curve=curve,
+        cache_entries=stats.cache_entries,
+        cache_eligible=stats.cache_eligible,
+        weights=stats.weights,
+        anchors=stats.anchors,
+        llm_calls=stats.llm_calls,
+        llm_failures=stats.llm_failures,
+        counters=dict(stats.counters),
     )

@@ -10,10 +10,30 @@ from tribal_memory.api.convert import search_out
 from tribal_memory.api.deps import Service
 from tribal_memory.api.errors import error_responses
 from tribal_memory.api.schemas import RecallRequest, SearchOut, SearchRequest
+from tribal_memory.service import MemoryService, SearchMode
+
+
+def _search(service: MemoryService, data: RecallRequest, mode: SearchMode) -> SearchOut:
+    """Run ``data`` in ``mode``, logged for feedback when it asks for that."""
+    run = service.recall_with_feedback if data.feedback else service.search
+    result = run(
+        data.query,
+        k=data.k,
+        filters=data.to_filters(),
+        mode=mode,
+        min_score=data.min_score,
+        learned=data.learned_parts(),
+    )
+    return search_out(result)
 
 
 class RetrievalController(Controller):
-    """Ranked retrieval over the memories passing the request's filters."""
+    """Ranked retrieval over the memories passing the request's filters.
+
+    Both routes take ``feedback`` (log the retrieval; the response carries a
+    ``retrieval_id`` for ``POST /v1/feedback``) and ``learned`` (the learned
+    parts to use; ``[]`` is plain search, null the owner's A/B variant).
+    """
 
     path = "/v1"
     tags = ["retrieval"]
@@ -28,18 +48,16 @@ class RetrievalController(Controller):
         """Embedding-similarity recall.
 
         Returns up to ``k`` hits, ``score`` = cosine similarity clipped to
-        [0, 1] (higher is closer); hits under ``min_score`` are dropped. No
-        match is an empty ``hits`` list, not an error. ``mode`` is ``vector``.
+        [0, 1] (higher is closer), plus any learned boost or anchor match; hits
+        under ``min_score`` are dropped. No match is an empty ``hits`` list,
+        not an error. ``mode`` is ``vector``.
 
         Raises:
-            InvalidInput: 400, empty query or k < 1.
+            InvalidInput: 400, empty query, k < 1 or an unknown learned part.
             TooLarge: 413, k over ``max_k`` or query over ``max_content_chars``.
             EmbeddingError: 503, the query could not be embedded.
         """
-        result = service.recall(
-            data.query, k=data.k, filters=data.to_filters(), min_score=data.min_score
-        )
-        return search_out(result)
+        return _search(service, data, "vector")
 
     @post(
         "/search",
@@ -56,15 +74,8 @@ class RetrievalController(Controller):
         alone and says so with ``fallback: "vector"``. No match is an empty list.
 
         Raises:
-            InvalidInput: 400, empty query or k < 1.
+            InvalidInput: 400, empty query, k < 1 or an unknown learned part.
             TooLarge: 413, k over ``max_k`` or query over ``max_content_chars``.
             StoreUnavailable / EmbeddingError: 503.
         """
-        result = service.search(
-            data.query,
-            k=data.k,
-            filters=data.to_filters(),
-            mode=data.mode,
-            min_score=data.min_score,
-        )
-        return search_out(result)
+        return _search(service, data, data.mode)

@@ -13,12 +13,15 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from tribal_memory.errors import InvalidInput
 from tribal_memory.models import (
     SHARED_OWNER,
+    LearnedParts,
     MemoryInput,
     MemoryKind,
     MemoryPatch,
     SearchFilters,
+    Variant,
 )
 
 AwareDatetime = Annotated[datetime, msgspec.Meta(tz=True)]
@@ -153,6 +156,11 @@ class RecallRequest(_Request):
     them. ``kinds``/``sources``: exact matches. ``since``/``until``: inclusive
     bounds on ``event_time`` (or ``created_at`` when it has none). Hits scoring
     under ``min_score`` are dropped.
+
+    ``feedback``: log the retrieval so usage feedback can name it (the
+    response carries its ``retrieval_id``). ``learned``: the learned parts to
+    use, from ``cache``, ``expansion``, ``feedback``, ``anchors`` (``[]``: plain
+    search, the baseline); null uses the owner's A/B variant.
     """
 
     query: str
@@ -165,6 +173,21 @@ class RecallRequest(_Request):
     since: AwareDatetime | None = None
     until: AwareDatetime | None = None
     min_score: Score = 0.0
+    feedback: bool = False
+    learned: list[str] | None = None
+
+    def learned_parts(self) -> LearnedParts | None:
+        """The core :class:`LearnedParts` named by ``learned`` (None: the owner's variant).
+
+        Raises:
+            InvalidInput: an unknown part name.
+        """
+        if self.learned is None:
+            return None
+        try:
+            return LearnedParts.only(*self.learned)
+        except ValueError as exc:
+            raise InvalidInput(str(exc)) from exc
 
     def to_filters(self) -> SearchFilters:
         """The core :class:`SearchFilters` for this request."""
@@ -193,6 +216,13 @@ class HitOut(msgspec.Struct):
     ``text_score``: BM25 over the query's best BM25 (null when not a BM25
     candidate or BM25 did not run). All in [0, 1], higher is better; ``rank``
     is 1-based.
+
+    What the learned layer did (neutral on plain search): ``cached``: served
+    from the query cache. ``expanded_from``: the query variant whose BM25
+    match raised the hit (null: the query itself). ``boost``: score added by
+    feedback on similar past queries, in [-max_penalty, max_boost].
+    ``anchor_match``: match of the query against the memory's anchors, in
+    [0, 1] (null: no anchor matched).
     """
 
     memory_id: str
@@ -212,19 +242,100 @@ class HitOut(msgspec.Struct):
     doc_id: str | None
     chunk_index: int | None
     parent_id: str | None
+    cached: bool
+    expanded_from: str | None
+    boost: float
+    anchor_match: float | None
 
 
 class SearchOut(msgspec.Struct):
     """Hits in rank order (empty: nothing matched) and how they were found.
 
     ``fallback`` is ``"vector"`` when a hybrid search ran on embeddings alone
-    (too few memories for BM25), else null. ``took_ms``: server time in milliseconds.
+    (too few memories for BM25), else null. ``took_ms``: server time in
+    milliseconds. ``variant``: ``learned`` when learned parts ranked the hits,
+    else ``baseline``. ``cached``: the query cache answered. ``retrieval_id``:
+    the logged retrieval to send feedback for (null unless ``feedback`` was asked).
     """
 
     hits: list[HitOut]
     mode: Literal["hybrid", "vector", "text"]
     fallback: Literal["vector"] | None
     took_ms: float
+    variant: Variant
+    cached: bool
+    retrieval_id: str | None
+
+
+# -- the learned layer ------------------------------------------------------------
+
+
+class FeedbackRequest(_Request):
+    """Which hits of a logged retrieval were used (``[]``: none was useful).
+
+    ``owner``: when given, only that owner's retrievals are visible.
+    """
+
+    retrieval_id: str
+    used_ids: list[str]
+    owner: str | None = None
+
+
+class FeedbackOut(msgspec.Struct):
+    """Outcome of usage feedback.
+
+    ``used``/``unused``: memory ids of the retrieval reported used and not
+    used. ``duplicate``: the same feedback had been recorded before (nothing
+    applied twice). ``anchors_created``: anchors that became active through it.
+    """
+
+    retrieval_id: str
+    used: list[str]
+    unused: list[str]
+    duplicate: bool
+    anchors_created: int
+
+
+class AnchorRequest(_Request):
+    """A question the memory answers, attached as a manual anchor (active at once)."""
+
+    text: str
+
+
+class AnchorOut(msgspec.Struct):
+    """A query text attached to a memory so the memory is found by it.
+
+    ``source``: ``manual`` (added by hand) or ``learned`` (from feedback,
+    ``active`` once used often enough). ``confidence`` in [0, 1]: 1.0 for
+    manual anchors, else the share of the needed uses reached.
+    """
+
+    memory_id: str
+    text: str
+    source: Literal["manual", "learned", "llm"]
+    confidence: float
+    uses: int
+    active: bool
+    created_at: datetime
+
+
+class AnchorsOut(msgspec.Struct):
+    """Anchors of one memory, active and pending, most used first (empty: none)."""
+
+    anchors: list[AnchorOut]
+
+
+class VariantRequest(_Request):
+    """The A/B variant to pin an owner to: ``learned`` or ``baseline`` (plain search)."""
+
+    variant: Variant
+
+
+class VariantOut(msgspec.Struct):
+    """The A/B variant that serves ``owner`` (its pin, else the default)."""
+
+    owner: str
+    variant: Variant
 
 
 # -- relations ------------------------------------------------------------------
@@ -292,6 +403,64 @@ class StatsOut(msgspec.Struct):
     fts_indexed: bool
     ann_indexed: bool
     table_version: int
+
+
+class UsageOut(msgspec.Struct):
+    """Counts and rates over a set of retrievals; rates in [0, 1] (0.0 over no retrievals).
+
+    ``usage_rate``: share of retrievals with feedback where some hit was used.
+    ``retrieval_to_usage``: used hits over returned hits in those retrievals.
+    ``cache_hit_rate``: share of retrievals the query cache answered.
+    """
+
+    retrievals: int
+    with_feedback: int
+    cache_hits: int
+    usage_rate: float
+    retrieval_to_usage: float
+    cache_hit_rate: float
+
+
+class CurvePointOut(msgspec.Struct):
+    """Usage in one period (``period``: ISO date of the day, or of the Monday of the week).
+
+    The counts and rates mean what they mean in :class:`UsageOut`.
+    """
+
+    period: str
+    retrievals: int
+    with_feedback: int
+    cache_hits: int
+    usage_rate: float
+    retrieval_to_usage: float
+    cache_hit_rate: float
+
+
+class RetrievalStatsOut(msgspec.Struct):
+    """What the learned layer did and how often its answers were used.
+
+    ``overall`` and ``variants`` (``learned``/``baseline``, those seen) count
+    retrievals. ``expansion_lift``: used rate of hits raised by a query
+    variant minus that of the others, in [-1, 1] (null without expanded hits).
+    ``learning_curve``: one point per day or week, oldest first.
+    ``cache_entries``/``cache_eligible``: queries with feedback, and those the
+    cache answers. ``weights``: learned (query, memory) weights. ``anchors``:
+    anchors of all memories. ``llm_calls``/``llm_failures``/``counters``:
+    counts in this server process since it started.
+    """
+
+    overall: UsageOut
+    variants: dict[str, UsageOut]
+    expansion_lift: float | None
+    expanded_hits: int
+    learning_curve: list[CurvePointOut]
+    cache_entries: int
+    cache_eligible: int
+    weights: int
+    anchors: int
+    llm_calls: int
+    llm_failures: int
+    counters: dict[str, int]
 
 
 class HealthOut(msgspec.Struct):

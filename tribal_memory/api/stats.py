@@ -1,13 +1,18 @@
-"""Store statistics: ``GET /v1/stats``."""
+"""Statistics: ``GET /v1/stats`` (the store) and ``GET /v1/stats/retrieval`` (the learned layer)."""
 
 from __future__ import annotations
 
-from litestar import get
+from datetime import UTC, datetime
+from typing import Annotated, Literal
 
-from tribal_memory.api.convert import stats_out
+from litestar import get
+from litestar.params import QueryParameter
+
+from tribal_memory.api.convert import retrieval_stats_out, stats_out
 from tribal_memory.api.deps import Service
 from tribal_memory.api.errors import error_responses
-from tribal_memory.api.schemas import StatsOut
+from tribal_memory.api.schemas import RetrievalStatsOut, StatsOut
+from tribal_memory.errors import InvalidInput
 
 
 @get("/v1/stats", sync_to_thread=True, tags=["stats"], responses=error_responses(503))
@@ -18,3 +23,39 @@ def stats(service: Service) -> StatsOut:
         StoreUnavailable: 503, the store cannot be read.
     """
     return stats_out(service.stats())
+
+
+@get(
+    "/v1/stats/retrieval",
+    sync_to_thread=True,
+    tags=["stats"],
+    responses=error_responses(400, 503),
+)
+def retrieval_stats(
+    service: Service,
+    owner: Annotated[
+        str | None, QueryParameter(description="Only this owner's retrievals (default: all).")
+    ] = None,
+    bucket: Annotated[
+        Literal["day", "week"], QueryParameter(description="Period of the learning curve.")
+    ] = "day",
+    since: Annotated[
+        datetime | None,
+        QueryParameter(description="Only retrievals at or after this RFC 3339 time (with zone)."),
+    ] = None,
+) -> RetrievalStatsOut:
+    """Usage per A/B variant, cache hit rate, expansion lift and a learning curve.
+
+    Rates are shares in [0, 1] (0.0 over no retrievals); see
+    :class:`~tribal_memory.api.schemas.RetrievalStatsOut` for each field.
+
+    Raises:
+        InvalidInput: 400, an unknown bucket or a ``since`` without a time zone.
+        StoreUnavailable: 503, the database cannot be read.
+    """
+    if since is not None:
+        if since.tzinfo is None:
+            raise InvalidInput("since must carry a time zone (e.g. 2026-01-01T00:00:00Z)")
+        # In UTC: the event times are compared as stored (UTC wall clock), offset ignored.
+        since = since.astimezone(UTC)
+    return retrieval_stats_out(service.retrieval_stats(owner=owner, bucket=bucket, since=since))

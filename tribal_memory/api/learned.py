@@ -1,0 +1,155 @@
+"""The learned layer: usage feedback, memory anchors and A/B variant pins.
+
+``POST /v1/feedback`` reports which hits of a logged retrieval (``feedback:
+true`` on ``/v1/recall`` or ``/v1/search``) were used; anchors live under
+``/v1/memories/{memory_id}/anchors``; ``/v1/variants/{owner}`` pins an owner
+to the ``learned`` or ``baseline`` variant.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from litestar import Controller, delete, get, post, put
+from litestar.params import FromPath, JSONBody, QueryParameter
+from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED, HTTP_204_NO_CONTENT
+
+from tribal_memory.api.convert import anchor_out, feedback_out
+from tribal_memory.api.deps import Owner, Service
+from tribal_memory.api.errors import error_responses
+from tribal_memory.api.schemas import (
+    AnchorOut,
+    AnchorRequest,
+    AnchorsOut,
+    FeedbackOut,
+    FeedbackRequest,
+    VariantOut,
+    VariantRequest,
+)
+
+
+class FeedbackController(Controller):
+    """Usage feedback on logged retrievals."""
+
+    path = "/v1/feedback"
+    tags = ["learned"]
+
+    @post(
+        "/",
+        sync_to_thread=True,
+        status_code=HTTP_200_OK,
+        responses=error_responses(400, 404, 409),
+    )
+    def feedback(self, data: JSONBody[FeedbackRequest], service: Service) -> FeedbackOut:
+        """Report which memories of a retrieval were used (``used_ids: []``: none).
+
+        Used (query, memory) pairs are reinforced and the others penalised; a
+        query whose answers keep being used is then served from the cache.
+        Sending the same feedback again changes nothing (``duplicate: true``).
+
+        Raises:
+            NotFound: 404, unknown ``retrieval_id`` (or another ``owner``'s).
+            InvalidInput: 400, a used id that was not among the retrieval's hits.
+            Conflict: 409, the retrieval already has feedback with other ids.
+        """
+        result = service.record_usage_feedback(data.retrieval_id, data.used_ids, owner=data.owner)
+        return feedback_out(result)
+
+
+class AnchorsController(Controller):
+    """Anchors: questions attached to a memory so that the memory is found by them."""
+
+    path = "/v1/memories/{memory_id:str}/anchors"
+    tags = ["learned"]
+
+    @get("/", sync_to_thread=True, responses=error_responses(404))
+    def anchors(
+        self, memory_id: FromPath[str], service: Service, owner: Owner = None
+    ) -> AnchorsOut:
+        """Anchors of the memory, active and pending, most used first (empty: none).
+
+        Raises:
+            NotFound: 404, no such memory visible to ``owner``.
+        """
+        found = service.anchors(memory_id, owner=owner)
+        return AnchorsOut(anchors=[anchor_out(anchor) for anchor in found])
+
+    @post(
+        "/",
+        sync_to_thread=True,
+        status_code=HTTP_201_CREATED,
+        responses=error_responses(400, 404),
+    )
+    def add_anchor(
+        self,
+        memory_id: FromPath[str],
+        data: JSONBody[AnchorRequest],
+        service: Service,
+        owner: Owner = None,
+    ) -> AnchorOut:
+        """Attach a manual anchor (active at once, confidence 1.0); idempotent.
+
+        Raises:
+            NotFound: 404, no such memory visible to ``owner``.
+            InvalidInput: 400, text empty, without content words or over 1024 characters.
+        """
+        return anchor_out(service.add_anchor(memory_id, data.text, owner=owner))
+
+    @delete(
+        "/",
+        sync_to_thread=True,
+        status_code=HTTP_204_NO_CONTENT,
+        responses=error_responses(400, 404),
+    )
+    def remove_anchor(
+        self,
+        memory_id: FromPath[str],
+        text: Annotated[str, QueryParameter(description="The anchor's text.")],
+        service: Service,
+        owner: Owner = None,
+    ) -> None:
+        """Detach the anchor with this ``text`` from the memory (204).
+
+        Raises:
+            NotFound: 404, no such memory visible to ``owner``, or no such anchor.
+            ValidationException: 400, no ``text`` query parameter.
+        """
+        service.remove_anchor(memory_id, text, owner=owner)
+
+
+class VariantsController(Controller):
+    """A/B variants: pin an owner to ``learned`` or ``baseline`` (plain search)."""
+
+    path = "/v1/variants/{owner:str}"
+    tags = ["learned"]
+
+    @get("/", sync_to_thread=True)
+    def variant(self, owner: FromPath[str], service: Service) -> VariantOut:
+        """The variant serving ``owner``: its pin, else the ``default_variant`` setting."""
+        return VariantOut(owner=owner, variant=service.variant_for(owner))
+
+    @put("/", sync_to_thread=True, status_code=HTTP_200_OK, responses=error_responses(400))
+    def pin(
+        self, owner: FromPath[str], data: JSONBody[VariantRequest], service: Service
+    ) -> VariantOut:
+        """Pin ``owner`` to a variant; searches with that owner use it unless they name parts.
+
+        Raises:
+            InvalidInput: 400, an invalid owner or variant.
+        """
+        service.pin_variant(owner, data.variant)
+        return VariantOut(owner=owner, variant=service.variant_for(owner))
+
+    @delete(
+        "/",
+        sync_to_thread=True,
+        status_code=HTTP_204_NO_CONTENT,
+        responses=error_responses(400),
+    )
+    def unpin(self, owner: FromPath[str], service: Service) -> None:
+        """Remove the owner's pin (204); it gets the default variant again.
+
+        Raises:
+            InvalidInput: 400, an invalid owner.
+        """
+        service.pin_variant(owner, None)
