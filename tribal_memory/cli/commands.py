@@ -13,21 +13,34 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from tribal_memory.cli.output import (
+    _anchor_dict,
+    _anchors_table,
     _capture_dict,
     _capture_line,
+    _feedback_dict,
+    _feedback_line,
     _fields_table,
     _memory_dict,
     _neighbor_dict,
     _plain,
     _print_hits,
+    _print_retrieval_stats,
     _progress,
     _relation_dict,
+    _retrieval_stats_dict,
     _snippet,
     _table,
 )
 from tribal_memory.cli.root import DataDirOption, JsonOption, _Run, app
 from tribal_memory.errors import TribalError
-from tribal_memory.models import SHARED_OWNER, MemoryInput, SearchFilters
+from tribal_memory.models import (
+    LEARNED_PARTS,
+    SHARED_OWNER,
+    LearnedParts,
+    MemoryInput,
+    SearchFilters,
+    Variant,
+)
 
 if TYPE_CHECKING:
     from tribal_memory.service import MemoryService
@@ -42,6 +55,22 @@ QueryArgument = Annotated[str, typer.Argument(help="A question or keywords.")]
 KOption = Annotated[int, typer.Option("-k", min=1, help="Most hits.")]
 MinScoreOption = Annotated[float, typer.Option(min=0.0, max=1.0, help="Drop hits under it.")]
 IdArgument = Annotated[str, typer.Argument(metavar="ID", help="Memory id.")]
+FeedbackOption = Annotated[
+    bool,
+    typer.Option(
+        "--feedback",
+        help="Log the retrieval for usage feedback and print its id (JSON: on every hit).",
+    ),
+]
+LearnedOption = Annotated[
+    str | None,
+    typer.Option(
+        "--learned",
+        metavar="PARTS",
+        help=f"Learned parts to use: a comma list of {', '.join(LEARNED_PARTS)}, or none "
+        "(plain search). Default: the owner's A/B variant.",
+    ),
+]
 
 
 class Kind(StrEnum):
@@ -58,6 +87,28 @@ class Mode(StrEnum):
     hybrid = "hybrid"
     vector = "vector"
     text = "text"
+
+
+class Bucket(StrEnum):
+    """Learning-curve periods of ``stats --retrieval``."""
+
+    day = "day"
+    week = "week"
+
+
+class VariantChoice(StrEnum):
+    """Values of ``variant``: pin to learned or baseline, or none to unpin."""
+
+    learned = "learned"
+    baseline = "baseline"
+    none = "none"
+
+
+_PINS: dict[VariantChoice, Variant | None] = {
+    VariantChoice.learned: "learned",
+    VariantChoice.baseline: "baseline",
+    VariantChoice.none: None,
+}
 
 
 class Format(StrEnum):
@@ -202,14 +253,18 @@ def recall(
     k: KOption = 10,
     owner: OwnerOption = None,
     min_score: MinScoreOption = 0.0,
+    feedback: FeedbackOption = False,
+    learned: LearnedOption = None,
     data_dir: DataDirOption = None,
     json_out: JsonOption = None,
 ) -> None:
-    """Embedding-similarity recall; score = cosine similarity in [0, 1]."""
+    """Embedding-similarity recall; score = cosine similarity in [0, 1] plus learned boosts."""
     run = _Run(ctx, data_dir, json_out)
     filters = SearchFilters(owner=owner)
+    parts = _parse_learned(learned)
     with run.service() as service:
-        result = service.recall(query, k=k, filters=filters, min_score=min_score)
+        ask = service.recall_with_feedback if feedback else service.search
+        result = ask(query, k=k, filters=filters, mode="vector", min_score=min_score, learned=parts)
     _print_hits(run, result)
 
 
@@ -232,6 +287,8 @@ def search(
         str | None, typer.Option(help="Not after this ISO 8601 time (UTC if no offset).")
     ] = None,
     min_score: MinScoreOption = 0.0,
+    feedback: FeedbackOption = False,
+    learned: LearnedOption = None,
     data_dir: DataDirOption = None,
     json_out: JsonOption = None,
 ) -> None:
@@ -245,8 +302,12 @@ def search(
         since=_parse_time(since, "--since"),
         until=_parse_time(until, "--until"),
     )
+    parts = _parse_learned(learned)
     with run.service() as service:
-        result = service.search(query, k=k, filters=filters, mode=mode.value, min_score=min_score)
+        ask = service.recall_with_feedback if feedback else service.search
+        result = ask(
+            query, k=k, filters=filters, mode=mode.value, min_score=min_score, learned=parts
+        )
     _print_hits(run, result)
 
 
@@ -349,11 +410,32 @@ def neighbors(
 @app.command()
 def stats(
     ctx: typer.Context,
+    retrieval: Annotated[
+        bool, typer.Option("--retrieval", help="Learned-layer usage stats instead.")
+    ] = False,
+    owner: Annotated[
+        str | None, typer.Option("--owner", "-o", help="With --retrieval: only this owner.")
+    ] = None,
+    bucket: Annotated[
+        Bucket | None, typer.Option(help="With --retrieval: learning-curve period [default: day].")
+    ] = None,
+    since: Annotated[
+        str | None, typer.Option(help="With --retrieval: not before this ISO 8601 time.")
+    ] = None,
     data_dir: DataDirOption = None,
     json_out: JsonOption = None,
 ) -> None:
-    """Counts per owner and kind, relations, embedding model and index state."""
+    """Counts per owner and kind, relations, embedding model and index state.
+
+    With --retrieval: usage per A/B variant, cache hit rate, expansion lift
+    and a learning curve.
+    """
     run = _Run(ctx, data_dir, json_out)
+    if retrieval:
+        _retrieval_stats(run, owner, bucket or Bucket.day, _parse_time(since, "--since"))
+        return
+    if owner is not None or bucket is not None or since is not None:
+        raise typer.BadParameter("only with --retrieval", param_hint="--owner/--bucket/--since")
     with run.service() as service:
         result = dataclasses.asdict(service.stats())
     if run.json:
@@ -365,6 +447,135 @@ def stats(
             value = ", ".join(f"{key}={count}" for key, count in value.items()) or "-"
         table.add_row(name, str(value))
     run.out.print(table)
+
+
+def _retrieval_stats(run: _Run, owner: str | None, bucket: Bucket, since: datetime | None) -> None:
+    # In UTC: the event times are compared as stored (UTC wall clock), offset ignored.
+    since = since.astimezone(UTC) if since is not None else None
+    with run.service() as service:
+        result = service.retrieval_stats(owner=owner, bucket=bucket.value, since=since)
+    if run.json:
+        run.emit(_retrieval_stats_dict(result))
+    else:
+        _print_retrieval_stats(run, result)
+
+
+@app.command()
+def feedback(
+    ctx: typer.Context,
+    retrieval_id: Annotated[
+        str, typer.Argument(metavar="RETRIEVAL_ID", help="From recall/search --feedback.")
+    ],
+    memory_ids: Annotated[
+        list[str] | None,
+        typer.Argument(metavar="[MEMORY_ID]...", help="The hits used (none: nothing helped)."),
+    ] = None,
+    owner: Annotated[
+        str | None, typer.Option("--owner", "-o", help="Only this owner's retrievals.")
+    ] = None,
+    data_dir: DataDirOption = None,
+    json_out: JsonOption = None,
+) -> None:
+    """Report which hits of a retrieval were used; the learned layer learns from it."""
+    run = _Run(ctx, data_dir, json_out)
+    with run.service() as service:
+        result = service.record_usage_feedback(retrieval_id, memory_ids or [], owner=owner)
+    if run.json:
+        run.emit(_feedback_dict(result))
+    else:
+        run.out.print(_feedback_line(result))
+
+
+anchors_app = typer.Typer(
+    help="Anchors: questions attached to a memory so that it is found by them.",
+    no_args_is_help=True,
+)
+app.add_typer(anchors_app, name="anchors")
+AnchorTextArgument = Annotated[
+    str, typer.Argument(metavar="TEXT", help="A question the memory answers.")
+]
+
+
+@anchors_app.command("list")
+def anchors_list(
+    ctx: typer.Context,
+    memory_id: IdArgument,
+    owner: OwnerOption = None,
+    data_dir: DataDirOption = None,
+    json_out: JsonOption = None,
+) -> None:
+    """The memory's anchors, active and pending, most used first."""
+    run = _Run(ctx, data_dir, json_out)
+    with run.service() as service:
+        found = service.anchors(memory_id, owner=owner)
+    if run.json:
+        for anchor in found:
+            run.emit(_anchor_dict(anchor))
+    elif found:
+        run.out.print(_anchors_table(found))
+    else:
+        run.out.print("no anchors")
+
+
+@anchors_app.command("add")
+def anchors_add(
+    ctx: typer.Context,
+    memory_id: IdArgument,
+    text: AnchorTextArgument,
+    owner: OwnerOption = None,
+    data_dir: DataDirOption = None,
+    json_out: JsonOption = None,
+) -> None:
+    """Attach a manual anchor to the memory (active at once)."""
+    run = _Run(ctx, data_dir, json_out)
+    with run.service() as service:
+        anchor = service.add_anchor(memory_id, text, owner=owner)
+    if run.json:
+        run.emit(_anchor_dict(anchor))
+    else:
+        run.out.print(f"anchored {anchor.memory_id}: {anchor.text}")
+
+
+@anchors_app.command("remove")
+def anchors_remove(
+    ctx: typer.Context,
+    memory_id: IdArgument,
+    text: AnchorTextArgument,
+    owner: OwnerOption = None,
+    data_dir: DataDirOption = None,
+    json_out: JsonOption = None,
+) -> None:
+    """Detach an anchor from the memory."""
+    run = _Run(ctx, data_dir, json_out)
+    with run.service() as service:
+        service.remove_anchor(memory_id, text, owner=owner)
+    if run.json:
+        run.emit({"removed": text, "memory_id": memory_id})
+    else:
+        run.out.print(f"removed anchor from {memory_id}: {text}")
+
+
+@app.command()
+def variant(
+    ctx: typer.Context,
+    owner: Annotated[str, typer.Argument(metavar="OWNER")],
+    choice: Annotated[
+        VariantChoice | None,
+        typer.Argument(help="Pin to learned or baseline; none unpins. Absent: show."),
+    ] = None,
+    data_dir: DataDirOption = None,
+    json_out: JsonOption = None,
+) -> None:
+    """Show or pin the A/B variant serving OWNER (baseline: plain search)."""
+    run = _Run(ctx, data_dir, json_out)
+    with run.service() as service:
+        if choice is not None:
+            service.pin_variant(owner, _PINS[choice])
+        serving = service.variant_for(owner)
+    if run.json:
+        run.emit({"owner": owner, "variant": serving})
+    else:
+        run.out.print(f"{owner}: {serving}")
 
 
 @app.command()
@@ -393,6 +604,21 @@ def migrate(
         run.emit(report)
     else:
         run.out.print(f"{settings.sqlite_path}: at revision {revision} (newest {report['head']})")
+
+
+def _parse_learned(value: str | None) -> LearnedParts | None:
+    """``--learned``: None (the owner's variant), ``none`` or a comma list of part names."""
+    if value is None:
+        return None
+    if value.strip().lower() == "none":
+        return LearnedParts.none()
+    names = [name.strip() for name in value.split(",") if name.strip()]
+    if not names:
+        raise typer.BadParameter("name learned parts, or none", param_hint="--learned")
+    try:
+        return LearnedParts.only(*names)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--learned") from exc
 
 
 def _parse_time(value: str | None, option: str) -> datetime | None:

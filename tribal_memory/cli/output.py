@@ -15,10 +15,20 @@ from pydantic import ValidationError
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from tribal_memory.models import CaptureResult, Memory, Neighbor, Relation, SearchResult
+from tribal_memory.models import (
+    Anchor,
+    CaptureResult,
+    FeedbackResult,
+    Hit,
+    Memory,
+    Neighbor,
+    Relation,
+    SearchResult,
+)
 
 if TYPE_CHECKING:
     from tribal_memory.cli.root import _Run
+    from tribal_memory.learned.stats import RetrievalStats, UsageCounts
 
 _SNIPPET_CHARS = 80
 
@@ -69,7 +79,11 @@ def _capture_line(result: CaptureResult) -> str:
 
 
 def _print_hits(run: _Run, result: SearchResult) -> None:
-    """One JSON line per hit (rank, scores, mode, fallback and the memory) or a table."""
+    """One JSON line per hit, or a table followed by the retrieval id (``--feedback``).
+
+    A JSON line holds the rank, scores and learned flags of the hit, the
+    result's mode, fallback, variant and retrieval id, and the memory.
+    """
     if run.json:
         for hit in result.hits:
             run.emit(
@@ -78,29 +92,133 @@ def _print_hits(run: _Run, result: SearchResult) -> None:
                     "score": hit.score,
                     "vector_score": hit.vector_score,
                     "text_score": hit.text_score,
+                    "cached": hit.cached,
+                    "expanded_from": hit.expanded_from,
+                    "boost": hit.boost,
+                    "anchor_match": hit.anchor_match,
                     "mode": result.mode,
                     "fallback": result.fallback,
+                    "variant": result.variant,
+                    "retrieval_id": result.retrieval_id,
                     **_memory_dict(hit.memory),
                 }
             )
         return
     fallback = f", fell back to {result.fallback}" if result.fallback else ""
-    caption = f"{result.mode}{fallback}, {result.took_ms:.0f} ms"
+    cached = ", cached" if result.cached else ""
+    caption = f"{result.mode}{fallback}, {result.variant}{cached}, {result.took_ms:.0f} ms"
     if not result.hits:
         run.out.print(f"no matches ({caption})")
-        return
-    table = _table("#", "score", "vector", "text", "owner", caption=caption)
-    for hit in result.hits:
-        table.add_row(
-            str(hit.rank),
-            f"{hit.score:.3f}",
-            _score(hit.vector_score),
-            _score(hit.text_score),
-            hit.memory.owner,
-            _snippet(hit.memory.content),
-            hit.memory.memory_id,
+    else:
+        learned = any(_learned_note(hit) for hit in result.hits)
+        columns = ("#", "score", "vector", "text", *(("learned",) if learned else ()), "owner")
+        table = _table(*columns, caption=caption)
+        for hit in result.hits:
+            note = (_learned_note(hit) or "-",) if learned else ()
+            table.add_row(
+                str(hit.rank),
+                f"{hit.score:.3f}",
+                _score(hit.vector_score),
+                _score(hit.text_score),
+                *note,
+                hit.memory.owner,
+                _snippet(hit.memory.content),
+                hit.memory.memory_id,
+            )
+        run.out.print(table)
+    if result.retrieval_id is not None:
+        run.out.print(
+            f"retrieval id {result.retrieval_id} "
+            f"(tribal-memory feedback {result.retrieval_id} USED_ID ...)"
         )
-    run.out.print(table)
+
+
+def _learned_note(hit: Hit) -> str:
+    """What the learned layer did to a hit, e.g. ``boost +0.120, anchor 1.00`` ('' when nothing)."""
+    notes = ["cached"] if hit.cached else []
+    if hit.boost:
+        notes.append(f"boost {hit.boost:+.3f}")
+    if hit.anchor_match is not None:
+        notes.append(f"anchor {hit.anchor_match:.2f}")
+    if hit.expanded_from is not None:
+        notes.append(f"via {_snippet(hit.expanded_from)!r}")
+    return ", ".join(notes)
+
+
+# -- the learned layer -----------------------------------------------------------------
+
+
+def _feedback_dict(result: FeedbackResult) -> dict[str, Any]:
+    return dataclasses.asdict(result)
+
+
+def _feedback_line(result: FeedbackResult) -> str:
+    if result.duplicate:
+        return f"feedback on {result.retrieval_id} was already recorded; nothing changed"
+    anchors = result.anchors_created
+    made = f", {anchors} anchor{'' if anchors == 1 else 's'} activated" if anchors else ""
+    return (
+        f"recorded feedback on {result.retrieval_id}: "
+        f"{len(result.used)} used, {len(result.unused)} unused{made}"
+    )
+
+
+def _anchor_dict(anchor: Anchor) -> dict[str, Any]:
+    return dataclasses.asdict(anchor)
+
+
+def _anchors_table(anchors: list[Anchor]) -> Table:
+    table = Table("text", "source", "confidence", "uses", "active")
+    for anchor in anchors:
+        table.add_row(
+            anchor.text,
+            anchor.source,
+            f"{anchor.confidence:.2f}",
+            str(anchor.uses),
+            "yes" if anchor.active else "no",
+        )
+    return table
+
+
+def _retrieval_stats_dict(stats: RetrievalStats) -> dict[str, Any]:
+    """:class:`RetrievalStats` as JSON, each curve point's counts flattened in (as the API does)."""
+    result = dataclasses.asdict(stats)
+    result["learning_curve"] = [
+        {"period": point.period, **dataclasses.asdict(point.counts)}
+        for point in stats.learning_curve
+    ]
+    return result
+
+
+def _print_retrieval_stats(run: _Run, stats: RetrievalStats) -> None:
+    """Usage per variant and per period as tables, then the learned-data counts."""
+    usage = Table("", "retrievals", "with feedback", "usage rate", "used/returned", "cache hits")
+    rows = [("overall", stats.overall), *stats.variants.items()]
+    rows += [(point.period, point.counts) for point in stats.learning_curve]
+    for name, counts in rows:
+        usage.add_row(name, *_usage_cells(counts))
+    run.out.print(usage)
+    lift = "-" if stats.expansion_lift is None else f"{stats.expansion_lift:+.3f}"
+    fields = _fields_table()
+    for name, value in (
+        ("expansion lift", f"{lift} over {stats.expanded_hits} expanded hits"),
+        ("cache entries", f"{stats.cache_entries} ({stats.cache_eligible} answering)"),
+        ("feedback weights", str(stats.weights)),
+        ("anchors", str(stats.anchors)),
+        ("llm calls", f"{stats.llm_calls} ({stats.llm_failures} failed)"),
+    ):
+        fields.add_row(name, value)
+    run.out.print(fields)
+
+
+def _usage_cells(counts: UsageCounts) -> tuple[str, ...]:
+    return (
+        str(counts.retrievals),
+        str(counts.with_feedback),
+        f"{counts.usage_rate:.0%}",
+        f"{counts.retrieval_to_usage:.0%}",
+        f"{counts.cache_hits} ({counts.cache_hit_rate:.0%})",
+    )
 
 
 def _fields_table() -> Table:
