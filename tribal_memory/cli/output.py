@@ -193,10 +193,11 @@ def _retrieval_stats_dict(stats: RetrievalStats) -> dict[str, Any]:
 def _print_retrieval_stats(run: _Run, stats: RetrievalStats) -> None:
     """Usage per variant and per period as tables, then the learned-data counts."""
     usage = Table("", "retrievals", "with feedback", "usage rate", "used/returned", "cache hits")
-    rows = [("overall", stats.overall), *stats.variants.items()]
-    rows += [(point.period, point.counts) for point in stats.learning_curve]
-    for name, counts in rows:
+    for name, counts in [("overall", stats.overall), *stats.variants.items()]:
         usage.add_row(name, *_usage_cells(counts))
+    usage.add_section()  # the learning curve, oldest period first
+    for point in stats.learning_curve:
+        usage.add_row(point.period, *_usage_cells(point.counts))
     run.out.print(usage)
     lift = "-" if stats.expansion_lift is None else f"{stats.expansion_lift:+.3f}"
     fields = _fields_table()
