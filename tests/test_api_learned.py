@@ -309,11 +309,6 @@ def test_learned_parts_per_request(client: TestClient[Litestar], ids: dict[str, 
     assert "magic" in assert_error(unknown, 400, "invalid_input")["detail"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="service bug: the query cache answers searches with include_shared=false "
-    "(Retriever treats them as plain filters) and returns shared memories",
-)
 def test_cache_respects_include_shared(client: TestClient[Litestar], ids: dict[str, str]) -> None:
     shared = client.post("/v1/memories", json={"content": "Production deploys need a CAB ticket"})
     shared_id = shared.json()["memory"]["memory_id"]

@@ -108,6 +108,8 @@ class Settings(BaseSettings):
     """Step of a used (query, memory) weight towards +1."""
     feedback_penalty_rate: float = Field(default=0.1, ge=0.0, le=1.0)
     """Step of a retrieved-but-unused (query, memory) weight towards -1."""
+    feedback_penalty_depth: int = Field(default=10, ge=0)
+    """Only unused hits ranked this high or higher are penalised (what a reader saw)."""
     feedback_half_life_days: float = Field(default=30.0, gt=0.0)
     """Age in days at which a feedback weight counts half."""
     max_boost: float = Field(default=0.3, ge=0.0, le=1.0)
@@ -118,8 +120,14 @@ class Settings(BaseSettings):
     """Successful uses of a memory for a query before that query becomes its anchor."""
     anchor_weight: float = Field(default=0.2, ge=0.0, le=1.0)
     """Largest score an anchor match adds (the cap on anchors)."""
+    anchor_min_match: float = Field(default=0.5, ge=0.0, le=1.0)
+    """Least IDF-weighted share of the query's words an anchor must contain to count."""
     max_anchors_per_memory: int = Field(default=20, ge=1)
     """Most learned anchors kept per memory (the most used win)."""
+    expansion_rules: bool = True
+    """Use the rule-based keyword variants (see ``tribal_memory.learned.expander``)."""
+    expansion_learned: bool = True
+    """Use the words of memories used for similar past queries as a variant."""
     expansion_weight: float = Field(default=0.5, ge=0.0, le=1.0)
     """How much a variant's BM25 match counts next to the query's own."""
     llm_url: str | None = None

@@ -492,7 +492,7 @@ class MemoryService:
         Raises:
             InvalidInput: an invalid owner or variant.
         """
-        self._check_owner(owner)
+        owner = self._check_owner(owner)
         if variant not in (None, "learned", "baseline"):
             raise InvalidInput(f"variant must be learned or baseline, not {variant!r}")
         self.retriever.pin_variant(owner, variant)

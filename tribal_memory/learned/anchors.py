@@ -3,22 +3,28 @@
 A query whose feedback used a memory ``min_uses`` times becomes an *anchor* of
 that memory; anchors may also be added by hand. Active anchors are written to
 the memory's ``anchor_text`` (so a stored memory shows what it is known to
-answer) and searched as their own BM25 path: each memory's anchors form one
-document of a small in-memory corpus scored with BM25+ (Lv & Zhai, "Lower-
-bounding term frequency normalization", CIKM 2011; the ``rank_bm25``
-implementation) over Snowball stems. Only memories that share a stem with the
-query score; scores are divided by the best one, so a match lies in (0, 1]. The
+answer) and searched as their own path: the match of a query with an anchor is
+the IDF-weighted share of the query's Snowball stems that the anchor contains,
+
+    match = sum(idf(t) for t in Q & A) / sum(idf(t) for t in Q),
+    idf(t) = log((N + 1) / df(t))    (N anchors, df(t) anchors with t; unseen t: df = 1)
+
+in [0, 1] — the IDF weighting of BM25 (Robertson & Zaragoza, "The
+Probabilistic Relevance Framework: BM25 and Beyond", 2009) without its length
+and frequency terms, which mean little for one-line questions. A memory's
+match is its best anchor's; matches under ``min_match`` are dropped, so a
+shared name alone ("Caroline") does not pull every anchored memory up. The
 caller caps what a match adds to a hit (setting ``anchor_weight``).
 """
 
 from __future__ import annotations
 
+import math
 import threading
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal
 
-from rank_bm25 import BM25Plus
 from sqlalchemy import delete, func, select
 
 from tribal_memory.db import Database
@@ -43,9 +49,9 @@ class AnchorMatch:
 @dataclass(slots=True)
 class _Corpus:
     generation: tuple[int, int, datetime | None]
-    memory_ids: list[str]
-    stems: list[set[str]]
-    bm25: BM25Plus | None
+    memory_ids: list[str]  # one per active anchor
+    stems: list[frozenset[str]]
+    df: dict[str, int]
 
 
 def _stems(text: str) -> list[str]:
@@ -60,15 +66,23 @@ class AnchorIndex:
         store: The memory store whose ``anchor_text`` column is kept in step.
         min_uses: Successful uses before a learned anchor is active (>= 1).
         max_per_memory: Most learned anchors kept per memory (most used win).
+        min_match: Least match (in [0, 1]) that counts in :meth:`search`.
     """
 
     def __init__(
-        self, db: Database, store: MemoryStore, *, min_uses: int, max_per_memory: int
+        self,
+        db: Database,
+        store: MemoryStore,
+        *,
+        min_uses: int,
+        max_per_memory: int,
+        min_match: float = 0.5,
     ) -> None:
         self._db = db
         self._store = store
         self.min_uses = min_uses
         self.max_per_memory = max_per_memory
+        self.min_match = min_match
         self._corpus: _Corpus | None = None
         self._lock = threading.Lock()
 
@@ -194,39 +208,40 @@ class AnchorIndex:
                 if self._corpus is not None and self._corpus.generation == generation:
                     return self._corpus
             rows = session.scalars(select(FactAnchorRow)).all()
-            texts: dict[str, list[str]] = {}
-            for row in rows:
-                if self._active(row):
-                    texts.setdefault(row.memory_id, []).extend(_stems(row.anchor_text))
-        ids = sorted(texts)
-        documents = [texts[i] for i in ids]
-        corpus = _Corpus(
-            generation, ids, [set(d) for d in documents], BM25Plus(documents) if ids else None
-        )
+            active = [
+                (r.memory_id, frozenset(_stems(r.anchor_text))) for r in rows if self._active(r)
+            ]
+        df: dict[str, int] = {}
+        for _, stems in active:
+            for term in stems:
+                df[term] = df.get(term, 0) + 1
+        corpus = _Corpus(generation, [m for m, _ in active], [s for _, s in active], df)
         with self._lock:
             self._corpus = corpus
         return corpus
 
     def search(self, query: str, limit: int) -> list[AnchorMatch]:
-        """Memories whose active anchors share a stem with ``query``, best first.
+        """Memories whose best active anchor matches ``query`` at least ``min_match``.
 
-        The caller filters the ids by visibility. Returns [] when nothing matches.
+        The caller filters the ids by visibility. Returns up to ``limit``
+        matches, best first; [] when nothing matches.
         """
         corpus = self._load()
-        terms = _stems(query)
-        if corpus.bm25 is None or not terms:
+        terms = set(_stems(query))
+        if not corpus.memory_ids or not terms:
             return []
-        wanted = set(terms)
-        scores = corpus.bm25.get_scores(terms)
-        matched = [
-            (float(scores[i]), corpus.memory_ids[i])
-            for i in range(len(corpus.memory_ids))
-            if corpus.stems[i] & wanted
-        ]
-        if not matched:
+        n = len(corpus.memory_ids)
+        idf = {t: math.log((n + 1) / corpus.df.get(t, 1)) for t in terms}
+        total = sum(idf.values())
+        if total <= 0:
             return []
-        matched.sort(key=lambda p: (-p[0], p[1]))
-        best = matched[0][0]
-        if best <= 0:
-            return []
-        return [AnchorMatch(memory_id, score / best) for score, memory_id in matched[:limit]]
+        best: dict[str, float] = {}
+        for memory_id, stems in zip(corpus.memory_ids, corpus.stems, strict=True):
+            shared = terms & stems
+            if not shared:
+                continue
+            match = sum(idf[t] for t in shared) / total
+            if match >= self.min_match and match > best.get(memory_id, 0.0):
+                best[memory_id] = match
+        ranked = sorted(best.items(), key=lambda p: (-p[1], p[0]))
+        return [AnchorMatch(memory_id, score) for memory_id, score in ranked[:limit]]

@@ -41,9 +41,10 @@ from tribal_memory.learned.expander import (
     rule_variants,
 )
 from tribal_memory.learned.feedback import FeedbackTracker
-from tribal_memory.learned.query_cache import CacheEntry, QueryCache
-from tribal_memory.learned.text import query_key
+from tribal_memory.learned.query_cache import CacheEntry, PastQuery, QueryCache
+from tribal_memory.learned.text import content_terms, query_key, stem
 from tribal_memory.models import (
+    SHARED_OWNER,
     FeedbackResult,
     Hit,
     LearnedParts,
@@ -113,6 +114,7 @@ class Retriever:
             store,
             min_uses=settings.anchor_min_uses,
             max_per_memory=settings.max_anchors_per_memory,
+            min_match=settings.anchor_min_match,
         )
         self.expansions = LearnedExpansions(db)
         self.llm = (
@@ -177,7 +179,8 @@ class Retriever:
         used_memories = [(memories[i], scores[i]) for i in used if i in memories]
         vector = self._embedder.embed(event.query, query=True)
         self.cache.record(event.owner, key, event.query, vector, used_memories, now=now)
-        self.feedback.reinforce(event.owner, key, used, unused, now)
+        penalised = [i for i in results[: self.settings.feedback_penalty_depth] if i in unused]
+        self.feedback.reinforce(event.owner, key, used, penalised, now)
         self.expansions.learn(event.owner, key, event.query, [m.content for m, _ in used_memories])
         created = sum(self.anchors.reinforce(m.memory_id, event.query) for m, _ in used_memories)
         return replace(outcome, anchors_created=created)
@@ -231,7 +234,7 @@ class Retriever:
         if parts.cache and _plain_filters(filters):
             entry = self.cache.lookup(scope, key)
             if entry is not None:
-                return self._cached(entry, k, min_score, mode, variant, started)
+                return self._cached(entry, filters, k, min_score, mode, variant, started)
         has_past = parts.any and self.cache.has_entries(scope)
         use_anchors = parts.anchors and self.anchors.active_count() > 0
         pool = max(k, self.settings.candidate_pool)
@@ -247,7 +250,7 @@ class Retriever:
             if close and close[0].eligible:
                 entry = self.cache.get(scope, close[0].key)
                 if entry is not None:
-                    return self._cached(entry, k, min_score, mode, variant, started)
+                    return self._cached(entry, filters, k, min_score, mode, variant, started)
         candidates = self._plain(query, vector, filters, mode, pool)
         learned: dict[str, _Learned] = {}
         if has_past or use_anchors:
@@ -261,17 +264,27 @@ class Retriever:
     def _cached(
         self,
         entry: CacheEntry,
+        filters: SearchFilters,
         k: int,
         min_score: float,
         mode: SearchMode,
         variant: Variant,
         started: float,
     ) -> SearchResult:
-        hits = [
-            Hit(h.memory, h.score, rank, cached=True)
-            for rank, h in enumerate((h for h in entry.hits if h.score >= min_score), start=1)
-            if rank <= k
-        ]
+        owners = (
+            None
+            if filters.owner is None
+            else {filters.owner, SHARED_OWNER}
+            if filters.include_shared
+            else {filters.owner}
+        )
+        kept = (
+            h
+            for h in entry.hits
+            if h.score >= min_score and (owners is None or h.memory.owner in owners)
+        )
+        hits = [Hit(h.memory, h.score, rank, cached=True) for rank, h in enumerate(kept, start=1)]
+        hits = hits[:k]
         took_ms = (time.perf_counter() - started) * 1000
         return SearchResult(tuple(hits), mode, None, took_ms, variant=variant, cached=True)
 
@@ -301,20 +314,23 @@ class Retriever:
         weight = 1.0 if mode == "vector" else 0.0
         return fused_candidates(vector_part, text_part, vector_weight=weight)
 
-    def _variants(self, query: str, scope: str, similar: Sequence[Any]) -> list[str]:
-        variants = rule_variants(query)
-        learned = self.expansions.variant(
-            scope, similar, min_similarity=self.settings.feedback_similarity, limit=8
-        )
-        if learned:
-            variants.append(learned)
+    def _variants(self, query: str, scope: str, similar: Sequence[PastQuery]) -> list[str]:
+        """Variants that add words to the query (others match the same BM25 terms)."""
+        variants = rule_variants(query) if self.settings.expansion_rules else []
+        if self.settings.expansion_learned:
+            learned = self.expansions.variant(
+                scope, similar, min_similarity=self.settings.feedback_similarity, limit=8
+            )
+            if learned:
+                variants.append(learned)
         if self.llm is not None:
             self.count("llm_calls")
             try:
                 variants.extend(self.llm(query))
             except ExpansionUnavailable:
                 self.count("llm_failures")
-        return variants
+        asked = {stem(t) for t in content_terms(query)}
+        return [v for v in variants if not {stem(t) for t in content_terms(v)} <= asked]
 
     def _learned_parts(
         self,

@@ -52,7 +52,9 @@ class RetrievalStats:
     ``overall`` and ``variants`` (``learned`` / ``baseline``) count events;
     ``expansion_lift`` is the used rate of hits raised by a query variant
     minus that of the other hits, in [-1, 1] (None without expanded hits);
-    ``learning_curve`` is one point per day or week, oldest first; ``llm_calls``
+    ``learning_curve`` is one point per day or week, oldest first; ``weights``
+    and ``cache_entries`` count the owner's rows, ``anchors`` every memory's
+    (anchors belong to memories, not to owners); ``llm_calls``
     and ``llm_failures`` count LLM expansion calls in this process.
     """
 
@@ -126,6 +128,8 @@ def retrieval_stats(
     if owner is not None:
         query = query.where(RetrievalEventRow.owner == owner)
     if since is not None:
+        # Stored times are UTC; SQLite keeps no offset, so compare in UTC.
+        since = since.astimezone(UTC) if since.tzinfo else since.replace(tzinfo=UTC)
         query = query.where(RetrievalEventRow.created_at >= since)
     with db.session() as session:
         for row in session.scalars(query).yield_per(1000):

@@ -1,0 +1,400 @@
+"""Learning benchmark: does feedback on some questions improve retrieval? (DESIGN §6)
+
+Protocol ``feedback-half`` on LoCoMo-format data: each conversation gets its
+own fresh store. Its questions (categories 1-4) are shuffled with a fixed seed
+and split in half. The first half is *replayed*: each question is asked through
+``recall_with_feedback`` (all learned parts on, ``k = replay_k``) and the hits
+that are gold evidence are reported used; this is repeated ``rounds`` times
+(the query cache answers after 3 successes). Then, with the learned state
+frozen, every variant answers, with ``k = 25``:
+
+* ``new`` — the second half (questions never fed back), split into ``new_fed``
+  (at least one of its evidence turns was reported used for another question)
+  and ``new_unfed``;
+* ``repeat`` — the first half verbatim;
+* ``reword`` — the first half reworded by :func:`reword` (drop question words,
+  move a trailing clause to the front, or wrap in "Do you remember ...").
+
+Variants: ``vector`` and ``hybrid`` (no learned parts), ``+cache``,
+``+expansion``, ``+feedback``, ``+anchors`` (hybrid plus one part) and
+``learned`` (all parts). A *false hit* is a cache answer that contains none of
+the question's evidence; rates are over all questions of the set.
+
+Protocol ``feedback-phrasing`` on a project suite
+(:mod:`tribal_memory.bench.suite`): all facts and distractors go into one
+store; half of the facts (fixed seed) get feedback on their first phrasing;
+``new_fed`` are the other phrasings of those facts, ``new_unfed`` all
+phrasings of the other facts, ``repeat``/``reword`` the fed phrasing.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import random
+import re
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tribal_memory.bench.metrics import hit_at, percentile, recall_at, reciprocal_rank
+from tribal_memory.config import Settings
+from tribal_memory.embeddings.base import Embedder
+from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
+from tribal_memory.models import LearnedParts, MemoryInput, SearchFilters, SearchResult
+from tribal_memory.service import MemoryService, SearchMode
+
+DEPTH = 25
+CATEGORIES = (1, 2, 3, 4)
+SETS = ("new", "new_fed", "new_unfed", "repeat", "reword")
+VARIANTS: dict[str, tuple[SearchMode, LearnedParts]] = {
+    "vector": ("vector", LearnedParts.none()),
+    "hybrid": ("hybrid", LearnedParts.none()),
+    "+cache": ("hybrid", LearnedParts.only("cache")),
+    "+expansion": ("hybrid", LearnedParts.only("expansion")),
+    "+feedback": ("hybrid", LearnedParts.only("feedback")),
+    "+anchors": ("hybrid", LearnedParts.only("anchors")),
+    "learned": ("hybrid", LearnedParts()),
+}
+_BATCH = 64
+_WH = r"(?:what|when|where|who|whom|whose|which|why|how(?:\s+(?:many|much|long|often))?)"
+_AUX = r"(?:is|are|was|were|do|does|did|has|have|had|can|could|will|would|should)"
+_LEADING_WH = re.compile(rf"^\s*{_WH}\b(?:\s+{_AUX}\b)?\s*", re.IGNORECASE)
+_TRAILING_CLAUSE = re.compile(
+    r"^(?P<head>.+?)\s+(?P<tail>(?:in|on|at|for|with|about|after|before|during|from|to)\s+"
+    r"[^,]+?)\s*\?*\s*$",
+    re.IGNORECASE,
+)
+
+Log = Callable[[str], None]
+
+
+@dataclass(frozen=True, slots=True)
+class BenchQuestion:
+    """A question with the gold keys (``metadata["key"]`` of memories) that answer it."""
+
+    text: str
+    gold: tuple[str, ...]
+
+
+@dataclass(slots=True)
+class BenchStore:
+    """One store's memories (each with ``metadata["key"]``) and its question split."""
+
+    owner: str
+    memories: list[MemoryInput]
+    fed: list[BenchQuestion]
+    new: list[BenchQuestion]
+
+
+@dataclass(slots=True)
+class _Rows:
+    rows: dict[str, dict[str, list[dict[str, float]]]] = field(
+        default_factory=lambda: {v: {s: [] for s in SETS} for v in VARIANTS}
+    )
+
+
+def reword(question: str, index: int) -> str:
+    """A rule-based rewording of ``question``; the rule is picked by ``index % 3``.
+
+    0: drop the leading question word and auxiliary ("When did Ana move?" →
+    "Ana move"); 1: move a trailing prepositional clause to the front
+    ("What did Ana buy in Lisbon?" → "In Lisbon, what did Ana buy?"), falling
+    back to rule 0; 2: "Do you remember <question>?".
+    """
+    text = question.strip().rstrip("?").strip()
+    rule = index % 3
+    if rule == 1:
+        match = _TRAILING_CLAUSE.match(text)
+        if match and len(match["head"].split()) >= 2:
+            tail = match["tail"]
+            return f"{tail[0].upper()}{tail[1:]}, {match['head'][0].lower()}{match['head'][1:]}?"
+        rule = 0
+    if rule == 0:
+        dropped = _LEADING_WH.sub("", text)
+        return dropped if dropped and dropped != text else f"About {text[0].lower()}{text[1:]}"
+    return f"Do you remember {text[0].lower()}{text[1:]}?"
+
+
+def locomo_stores(path: Path, seed: int, limit_samples: int | None = None) -> list[BenchStore]:
+    """LoCoMo conversations as bench stores, questions split in half by ``seed``.
+
+    Raises:
+        InvalidInput: ``path`` is not a readable LoCoMo-format file.
+    """
+    from tribal_memory.ingest.locomo import load_locomo
+
+    stores = []
+    for sample in load_locomo(path)[:limit_samples]:
+        memories = [
+            MemoryInput(
+                m.content,
+                owner=m.owner,
+                kind=m.kind,
+                event_time=m.event_time,
+                metadata={**m.metadata, "key": str(m.metadata.get("dia_id"))},
+            )
+            for m in sample.memories
+        ]
+        questions = [
+            BenchQuestion(q.question, tuple(q.evidence))
+            for q in sample.questions
+            if q.category in CATEGORIES and q.evidence
+        ]
+        random.Random(f"{seed}:{sample.sample_id}").shuffle(questions)
+        half = len(questions) // 2
+        stores.append(BenchStore(sample.sample_id, memories, questions[:half], questions[half:]))
+    return stores
+
+
+def suite_stores(name: str, seed: int) -> list[BenchStore]:
+    """A project suite as one bench store: half the facts fed on their first phrasing.
+
+    Raises:
+        NotFound: no suite of that name. InvalidInput: a malformed suite file.
+    """
+    from tribal_memory.bench.suite import load_suite
+
+    suite = load_suite(name)
+    owner = "team"
+    memories = [
+        MemoryInput(f.content, owner=owner, metadata={"key": f.fact_id, "kind": f.kind})
+        for f in suite.facts
+    ]
+    memories += [
+        MemoryInput(text, owner=owner, metadata={"key": f"distractor-{i}"})
+        for i, text in enumerate(suite.distractors)
+    ]
+    facts = list(suite.facts)
+    random.Random(seed).shuffle(facts)
+    half = len(facts) // 2
+    fed = [BenchQuestion(f.questions[0].text, (f.fact_id,)) for f in facts[:half]]
+    new = [BenchQuestion(q.text, (f.fact_id,)) for f in facts[:half] for q in f.questions[1:]]
+    new += [BenchQuestion(q.text, (f.fact_id,)) for f in facts[half:] for q in f.questions]
+    return [BenchStore(owner, memories, fed, new)]
+
+
+def _keys(result: SearchResult) -> list[str]:
+    return [str(h.memory.metadata.get("key")) for h in result.hits]
+
+
+def _replay(
+    service: MemoryService, store: BenchStore, rounds: int, replay_k: int
+) -> tuple[set[str], int, int]:
+    """Feed back the first half; returns (keys reported used, gold fed, gold total)."""
+    filters = SearchFilters(owner=store.owner, include_shared=False)
+    fed_keys: set[str] = set()
+    gold_fed = gold_total = 0
+    for round_index in range(rounds):
+        for question in store.fed:
+            result = service.recall_with_feedback(
+                question.text, k=replay_k, filters=filters, learned=LearnedParts()
+            )
+            used = [
+                h.memory.memory_id
+                for h in result.hits
+                if h.memory.metadata.get("key") in question.gold
+            ]
+            service.record_usage_feedback(str(result.retrieval_id), used)
+            keys = {str(h.memory.metadata.get("key")) for h in result.hits} & set(question.gold)
+            fed_keys |= keys
+            if round_index == rounds - 1:
+                gold_fed += len(keys)
+                gold_total += len(set(question.gold))
+    return fed_keys, gold_fed, gold_total
+
+
+def _measure(
+    service: MemoryService,
+    store: BenchStore,
+    fed_keys: set[str],
+    rows: _Rows,
+    variants: Sequence[str],
+) -> None:
+    filters = SearchFilters(owner=store.owner, include_shared=False)
+    sets: dict[str, list[BenchQuestion]] = {
+        "new": store.new,
+        "repeat": store.fed,
+        "reword": [BenchQuestion(reword(q.text, i), q.gold) for i, q in enumerate(store.fed)],
+    }
+    for name in variants:
+        mode, parts = VARIANTS[name]
+        for set_name, questions in sets.items():
+            for question in questions:
+                started = time.perf_counter()
+                result = service.search(
+                    question.text, k=DEPTH, filters=filters, mode=mode, learned=parts
+                )
+                elapsed_ms = (time.perf_counter() - started) * 1000
+                ranked = _keys(result)
+                gold = question.gold
+                row = {
+                    "recall@5": recall_at(ranked, gold, 5),
+                    "recall@10": recall_at(ranked, gold, 10),
+                    "recall@25": recall_at(ranked, gold, 25),
+                    "hit@5": hit_at(ranked, gold, 5),
+                    "hit@10": hit_at(ranked, gold, 10),
+                    "mrr": reciprocal_rank(ranked, gold),
+                    "ms": elapsed_ms,
+                    "cached": float(result.cached),
+                    "false_hit": float(result.cached and not set(ranked) & set(gold)),
+                }
+                rows.rows[name][set_name].append(row)
+                if set_name == "new":
+                    split = "new_fed" if set(gold) & fed_keys else "new_unfed"
+                    rows.rows[name][split].append(row)
+
+
+def _summary(rows: list[dict[str, float]]) -> dict[str, Any]:
+    n = len(rows)
+
+    def mean(metric: str) -> float:
+        return round(sum(r[metric] for r in rows) / n, 4) if n else 0.0
+
+    cached = [r["ms"] for r in rows if r["cached"]]
+    latencies = [r["ms"] for r in rows]
+    return {
+        "n": n,
+        "recall@5": mean("recall@5"),
+        "recall@10": mean("recall@10"),
+        "recall@25": mean("recall@25"),
+        "hit@5": mean("hit@5"),
+        "hit@10": mean("hit@10"),
+        "mrr": mean("mrr"),
+        "p50_ms": round(percentile(latencies, 50), 2) if latencies else 0.0,
+        "p95_ms": round(percentile(latencies, 95), 2) if latencies else 0.0,
+        "cache_hit_rate": mean("cached"),
+        "cache_hit_p50_ms": round(percentile(cached, 50), 3) if cached else None,
+        "false_hit_rate": mean("false_hit"),
+    }
+
+
+def targets(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """The issue's targets checked against a report: ``[{name, value, target, met}]``."""
+    v = report["variants"]
+    learned, hybrid = v.get("learned"), v.get("hybrid")
+    if learned is None or hybrid is None:
+        return []
+    checks: list[tuple[str, float | None, float, bool]] = []
+
+    def add(name: str, value: float | None, target: float, higher_is_better: bool = True) -> None:
+        met = value is not None and (value >= target if higher_is_better else value <= target)
+        checks.append((name, value, target, met))
+
+    if report["protocol"] == "feedback-half":
+        add(
+            "new: learned recall@10 >= hybrid + 0.06",
+            learned["new"]["recall@10"],
+            hybrid["new"]["recall@10"] + 0.06,
+        )
+        add(
+            "new_unfed: learned recall@10 >= hybrid - 0.01",
+            learned["new_unfed"]["recall@10"],
+            hybrid["new_unfed"]["recall@10"] - 0.01,
+        )
+        add("repeat: learned recall@10 >= 0.97", learned["repeat"]["recall@10"], 0.97)
+        add("repeat: cache-hit p50 <= 3 ms", learned["repeat"]["cache_hit_p50_ms"], 3.0, False)
+        add("reword: learned recall@10 >= 0.95", learned["reword"]["recall@10"], 0.95)
+        add("new: false cache hits <= 2%", learned["new"]["false_hit_rate"], 0.02, False)
+    else:
+        add(
+            "unseen phrasings: learned hit@5 >= hybrid + 0.10",
+            learned["new_fed"]["hit@5"],
+            hybrid["new_fed"]["hit@5"] + 0.10,
+        )
+    return [
+        {"name": n, "value": val, "target": round(t, 4), "met": met} for n, val, t, met in checks
+    ]
+
+
+def run_learn_bench(
+    stores: Sequence[BenchStore],
+    *,
+    dataset: str,
+    protocol: str,
+    seed: int,
+    out: Path | None = None,
+    rounds: int = 3,
+    replay_k: int = 200,
+    variants: Sequence[str] = tuple(VARIANTS),
+    embedder: Embedder | None = None,
+    settings_overrides: dict[str, Any] | None = None,
+    log: Log | None = None,
+) -> dict[str, Any]:
+    """Replay feedback on each store, then measure every variant (see the module docstring).
+
+    Args:
+        stores: From :func:`locomo_stores` or :func:`suite_stores`.
+        dataset: Name or path recorded in the report.
+        protocol: ``"feedback-half"`` or ``"feedback-phrasing"``.
+        seed: The split seed (recorded).
+        out: Where to write the JSON report (None: don't write).
+        rounds: Times each fed question is asked and fed back.
+        replay_k: Hits per replayed retrieval (gold evidence must be among them to be fed back).
+        variants: Which variants to measure.
+        embedder: A loaded embedder to reuse.
+        settings_overrides: Settings fields to override for every store.
+        log: Progress lines (one per store).
+
+    Returns:
+        ``{"dataset", "protocol", "seed", "rounds", "replay_k", "feedback_coverage",
+        "variants": {name: {set: {"n", "recall@5", "recall@10", "recall@25", "hit@5",
+        "hit@10", "mrr", "p50_ms", "p95_ms", "cache_hit_rate", "cache_hit_p50_ms",
+        "false_hit_rate"}}}, "targets", "settings", "machine"}``.
+    """
+    overrides = settings_overrides or {}
+    model = embedder or FastEmbedEmbedder(Settings(**overrides).embedding_model)
+    rows = _Rows()
+    gold_fed = gold_total = 0
+    started = time.perf_counter()
+    for store in stores:
+        with tempfile.TemporaryDirectory(prefix="tribal-learn-") as tmp:
+            settings = Settings(data_dir=Path(tmp), **overrides)
+            with MemoryService(settings, embedder=model) as service:
+                for start in range(0, len(store.memories), _BATCH):
+                    service.capture_batch(store.memories[start : start + _BATCH])
+                service.optimize()
+                fed_keys, fed, total = _replay(service, store, rounds, replay_k)
+                gold_fed += fed
+                gold_total += total
+                _measure(service, store, fed_keys, rows, variants)
+        if log is not None:
+            log(
+                f"{store.owner}: {len(store.memories)} memories, {len(store.fed)} fed, "
+                f"{len(store.new)} new ({time.perf_counter() - started:.0f} s)"
+            )
+    settings = Settings(**overrides)
+    report: dict[str, Any] = {
+        "dataset": dataset,
+        "protocol": protocol,
+        "seed": seed,
+        "rounds": rounds,
+        "replay_k": replay_k,
+        "feedback_coverage": round(gold_fed / gold_total, 4) if gold_total else 0.0,
+        "variants": {name: {s: _summary(rows.rows[name][s]) for s in SETS} for name in variants},
+        "settings": {
+            name: getattr(settings, name)
+            for name in (
+                "vector_weight",
+                "candidate_pool",
+                "semantic_cache_threshold",
+                "feedback_similarity",
+                "feedback_learning_rate",
+                "feedback_penalty_rate",
+                "max_boost",
+                "max_penalty",
+                "anchor_min_uses",
+                "anchor_weight",
+                "expansion_weight",
+            )
+        },
+        "machine": f"{platform.machine()} {platform.system()}, Python {platform.python_version()}",
+    }
+    report["targets"] = targets(report)
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    return report
