@@ -116,6 +116,8 @@ class Settings(BaseSettings):
     """Largest score a memory gains from feedback (added to its fused score)."""
     max_penalty: float = Field(default=0.05, ge=0.0, le=1.0)
     """Largest score a memory loses from feedback."""
+    usage_prior_weight: float = Field(default=0.1, ge=0.0, le=1.0)
+    """Largest score a retrieved memory gains for having been used before (any query)."""
     anchor_min_uses: int = Field(default=2, ge=1)
     """Successful uses of a memory for a query before that query becomes its anchor."""
     anchor_weight: float = Field(default=0.2, ge=0.0, le=1.0)

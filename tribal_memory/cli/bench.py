@@ -50,3 +50,74 @@ def _metric(value: object, column: str) -> str:
     if not isinstance(value, int | float):
         return "-"
     return f"{value:.1f}" if column.endswith("_ms") else f"{value:.3f}"
+
+
+_LEARN_COLUMNS = ("n", "recall@5", "recall@10", "recall@25", "hit@5", "mrr", "p50_ms")
+
+
+@bench_app.command("learn")
+def bench_learn(
+    ctx: typer.Context,
+    path: Annotated[
+        Path | None, typer.Argument(help="A LoCoMo-format JSON file (omit with --suite).")
+    ] = None,
+    suite: Annotated[
+        str | None,
+        typer.Option("--suite", help="A suite shipped with the project, e.g. team-facts."),
+    ] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Write the JSON report here.")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the question split.")] = 0,
+    rounds: Annotated[int, typer.Option(min=1, help="Times each fed question is replayed.")] = 3,
+    replay_k: Annotated[int, typer.Option(min=1, help="Hits per replayed retrieval.")] = 200,
+    limit_samples: Annotated[
+        int | None, typer.Option(min=1, help="Only the first N conversations.")
+    ] = None,
+    data_dir: DataDirOption = None,
+    json_out: JsonOption = None,
+) -> None:
+    """Learning benchmark: feed back half the questions, measure new, repeated, reworded."""
+    run = _Run(ctx, data_dir, json_out)
+    from tribal_memory.bench.learn import locomo_stores, run_learn_bench, suite_stores
+    from tribal_memory.errors import InvalidInput
+
+    if (path is None) == (suite is None):
+        raise InvalidInput("give either a LoCoMo-format PATH or --suite NAME")
+    if suite is not None:
+        stores, dataset, protocol = suite_stores(suite, seed), suite, "feedback-phrasing"
+    else:
+        assert path is not None
+        stores = locomo_stores(path, seed, limit_samples)
+        dataset, protocol = str(path), "feedback-half"
+    report = run_learn_bench(
+        stores,
+        dataset=dataset,
+        protocol=protocol,
+        seed=seed,
+        out=out,
+        rounds=rounds,
+        replay_k=replay_k,
+        log=None if run.json else run.out.print,
+    )
+    if run.json:
+        run.emit(report)
+        return
+    for set_name in ("new", "new_fed", "new_unfed", "repeat", "reword"):
+        table = Table("variant", *_LEARN_COLUMNS, "cache hits", "false hits", title=set_name)
+        for name, sets in report["variants"].items():
+            metrics = sets[set_name]
+            table.add_row(
+                name,
+                *(
+                    _metric(metrics.get(c), c) if c != "n" else str(metrics["n"])
+                    for c in _LEARN_COLUMNS
+                ),
+                f"{metrics['cache_hit_rate']:.3f}",
+                f"{metrics['false_hit_rate']:.3f}",
+            )
+        run.out.print(table)
+    run.out.print(f"feedback coverage: {report['feedback_coverage']:.3f} of fed gold evidence")
+    for target in report["targets"]:
+        mark = "met" if target["met"] else "NOT met"
+        run.out.print(f"{mark:8s} {target['name']}: {target['value']} (target {target['target']})")
+    if out is not None:
+        run.out.print(f"report written to {out}")

@@ -201,6 +201,29 @@ class FeedbackTracker:
         age_days = max(0.0, (now - _aware(updated_at)).total_seconds() / 86400.0)
         return float(weight * 0.5 ** (age_days / self.half_life_days))
 
+    def priors(self, owner: str, now: datetime) -> dict[str, float]:
+        """Usage prior per memory: its positive decayed weights over all queries, capped at 1.
+
+        A memory that proved useful for any past question is more likely to
+        answer a new one (a query-independent click prior); the caller scales
+        it and applies it only to memories the query already retrieved.
+
+        Returns:
+            ``{memory_id: prior}`` with priors in (0, 1]; {} without feedback.
+        """
+        totals: dict[str, float] = {}
+        with self._db.session() as session:
+            rows = session.execute(
+                select(
+                    QueryFactWeightRow.memory_id,
+                    QueryFactWeightRow.weight,
+                    QueryFactWeightRow.updated_at,
+                ).where(QueryFactWeightRow.owner == owner, QueryFactWeightRow.weight > 0)
+            ).all()
+        for memory_id, weight, updated_at in rows:
+            totals[memory_id] = totals.get(memory_id, 0.0) + self.decayed(weight, updated_at, now)
+        return {m: min(1.0, t) for m, t in totals.items() if t > 0}
+
     def boosts(self, owner: str, similar: Sequence[PastQuery], now: datetime) -> dict[str, float]:
         """Score change per memory from the weights of ``similar`` past queries.
 

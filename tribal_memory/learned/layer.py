@@ -67,6 +67,7 @@ class _Learned:
     expanded_from: str | None = None
     anchor: float | None = None
     boost: float = 0.0
+    prior: float = 0.0
 
 
 def scope_of(filters: SearchFilters) -> str:
@@ -364,9 +365,13 @@ class Retriever:
         if use_anchors:
             for match in self.anchors.search(query, pool):
                 learned.setdefault(match.memory_id, _Learned()).anchor = match.score
-        if parts.feedback and similar:
-            for memory_id, boost in self.feedback.boosts(scope, similar, utcnow()).items():
+        if parts.feedback and has_past:
+            now = utcnow()
+            for memory_id, boost in self.feedback.boosts(scope, similar, now).items():
                 learned.setdefault(memory_id, _Learned()).boost = boost
+            if self.settings.usage_prior_weight > 0:
+                for memory_id, prior in self.feedback.priors(scope, now).items():
+                    learned.setdefault(memory_id, _Learned()).prior = prior
         return learned
 
     def _rank(
@@ -382,7 +387,16 @@ class Retriever:
         if not learned:
             return _hits(candidates, {}, k, min_score)
         by_id = {c.memory.memory_id: c for c in candidates}
-        outside = [i for i in learned if i not in by_id]
+        for memory_id, info in learned.items():
+            if info.prior and memory_id in by_id:
+                # The usage prior only reorders what the query retrieved itself.
+                info.boost = min(
+                    self.settings.max_boost,
+                    info.boost + self.settings.usage_prior_weight * info.prior,
+                )
+        outside = [
+            i for i, e in learned.items() if i not in by_id and (e.expansion or e.anchor or e.boost)
+        ]
         if outside and vector is not None:
             weight = self._vector_weight(mode)
             for scored in self._store.score_ids(vector, outside, filters):
