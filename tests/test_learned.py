@@ -529,12 +529,6 @@ def test_deleting_a_memory_removes_its_anchors(service: MemoryService, ids: dict
     assert service.retriever.anchors.active_count() == 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="AnchorIndex._load keys its cached corpus on (count, sum of uses, newest "
-    "created_at); turning a pending learned anchor into a manual one changes none of "
-    "them, so the now active anchor is not searched until the process restarts",
-)
 def test_manual_anchor_over_a_pending_learned_one_is_searched_at_once(
     service: MemoryService, ids: dict[str, str]
 ) -> None:
@@ -547,12 +541,6 @@ def test_manual_anchor_over_a_pending_learned_one_is_searched_at_once(
     assert hit.anchor_match is not None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="AnchorIndex.reinforce treats a manual anchor with the question's text as a "
-    "learned one: it overwrites its confidence with uses / anchor_min_uses and reports it "
-    "as newly created",
-)
 def test_feedback_does_not_demote_a_manual_anchor(
     service: MemoryService, ids: dict[str, str]
 ) -> None:

@@ -282,7 +282,8 @@ class MemoryService:
             InvalidInput / TooLarge: as for capture.
         """
         current = self.get(memory_id, owner=owner)
-        # Learned anchors are dropped with the rest of the learned data below.
+        # Every anchor (learned and manual) goes with the rest of the learned data
+        # below (DESIGN §2: an update invalidates all that points at the memory).
         changes: dict[str, object] = {"updated_at": _now(), "anchor_text": ""}
         vector = None
         if patch.content is not None:

@@ -48,7 +48,7 @@ class AnchorMatch:
 
 @dataclass(slots=True)
 class _Corpus:
-    generation: tuple[int, int, datetime | None]
+    generation: tuple[int, int, float, datetime | None]
     memory_ids: list[str]  # one per active anchor
     stems: list[frozenset[str]]
     df: dict[str, int]
@@ -130,9 +130,10 @@ class AnchorIndex:
                     memory_id=memory_id, anchor_text=text, source="learned", confidence=0.0, uses=0
                 )
                 session.add(row)
-            was_active = self._active(row) if row.uses else False
+            was_active = self._active(row) if row.uses or row.source != "learned" else False
             row.uses += 1
-            row.confidence = min(1.0, row.uses / self.min_uses)
+            if row.source == "learned":
+                row.confidence = min(1.0, row.uses / self.min_uses)
             became_active = self._active(row) and not was_active
         if became_active:
             self._prune(memory_id)
@@ -196,14 +197,16 @@ class AnchorIndex:
 
     def _load(self) -> _Corpus:
         with self._db.session() as session:
-            count, uses, newest = session.execute(
+            count, uses, confidence, newest = session.execute(
                 select(
                     func.count(),
                     func.coalesce(func.sum(FactAnchorRow.uses), 0),
+                    func.coalesce(func.sum(FactAnchorRow.confidence), 0.0),
                     func.max(FactAnchorRow.created_at),
                 )
             ).one()
-            generation = (int(count), int(uses), newest)
+            # Any add, use, promotion to manual or removal changes one of these.
+            generation = (int(count), int(uses), float(confidence), newest)
             with self._lock:
                 if self._corpus is not None and self._corpus.generation == generation:
                     return self._corpus

@@ -27,6 +27,8 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 
 import httpx
 from sqlalchemy import select
@@ -176,8 +178,11 @@ class LlmVariants:
     ) -> None:
         self.endpoint = url.rstrip("/") + "/chat/completions"
         self.model = model
+        self.timeout_s = timeout_s
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.Client(timeout=timeout_s, headers=headers)
+        # httpx bounds each read, not the whole call; the pool bounds the whole call.
+        self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="tribal-llm")
 
     def __call__(self, question: str) -> list[str]:
         """Up to 3 variants of ``question`` (never the question itself).
@@ -193,10 +198,12 @@ class LlmVariants:
                 {"role": "user", "content": question},
             ],
         }
+        future = self._pool.submit(self._ask, body)
         try:
-            response = self._client.post(self.endpoint, json=body)
-            response.raise_for_status()
-            text = response.json()["choices"][0]["message"]["content"]
+            text = future.result(timeout=self.timeout_s)
+        except FutureTimeout as exc:
+            future.cancel()
+            raise ExpansionUnavailable(f"LLM expansion took over {self.timeout_s} s") from exc
         except (httpx.HTTPError, ValueError, KeyError, IndexError, TypeError) as exc:
             raise ExpansionUnavailable(f"LLM expansion failed: {exc}") from exc
         if not isinstance(text, str):
@@ -211,6 +218,12 @@ class LlmVariants:
             raise ExpansionUnavailable("LLM expansion returned no usable variant")
         return variants[:3]
 
+    def _ask(self, body: dict[str, object]) -> object:
+        response = self._client.post(self.endpoint, json=body)
+        response.raise_for_status()
+        return response.json()["choices"][0]["message"]["content"]
+
     def close(self) -> None:
-        """Close the HTTP connection pool."""
+        """Close the HTTP connection pool (a call still running is abandoned)."""
+        self._pool.shutdown(wait=False, cancel_futures=True)
         self._client.close()
