@@ -1,0 +1,69 @@
+"""The learning benchmark: rewording rules, the question split and the report shape."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tribal_memory.bench.learn import (
+    SETS,
+    BenchQuestion,
+    BenchStore,
+    reword,
+    run_learn_bench,
+    suite_stores,
+)
+from tribal_memory.embeddings.base import Embedder
+from tribal_memory.models import MemoryInput
+
+
+def test_reword_rules_drop_the_question_word_move_a_clause_or_wrap() -> None:
+    assert reword("When did Ana move to Lisbon?", 0) == "Ana move to Lisbon"
+    assert reword("What did Ana buy in Lisbon?", 1) == "In Lisbon, what did Ana buy?"
+    assert reword("Where is the VPN host?", 2) == "Do you remember where is the VPN host?"
+
+
+def test_suite_split_feeds_one_phrasing_of_half_the_facts() -> None:
+    (store,) = suite_stores("team-facts", seed=0)
+    fed_facts = {q.gold for q in store.fed}
+    assert len(store.fed) == len(fed_facts)
+    fed_texts = {q.text for q in store.fed}
+    assert not fed_texts & {q.text for q in store.new}
+    assert any(q.gold in fed_facts for q in store.new)
+    assert any(q.gold not in fed_facts for q in store.new)
+
+
+def test_report_has_every_variant_and_set_and_feedback_makes_repeats_cached(
+    embedder: Embedder, tmp_path: Path
+) -> None:
+    facts = {
+        "f1": "Priya is allergic to peanuts",
+        "f2": "Project Atlas ships on March 3",
+        "f3": "Tom prefers tea over coffee",
+        "f4": "The staging database runs on db-stage-2",
+    }
+    memories = [MemoryInput(c, owner="t", metadata={"key": k}) for k, c in facts.items()]
+    store = BenchStore(
+        "t",
+        memories,
+        fed=[BenchQuestion("What is Priya allergic to?", ("f1",))],
+        new=[BenchQuestion("Which host runs staging?", ("f4",))],
+    )
+    report = run_learn_bench(
+        [store],
+        dataset="tiny",
+        protocol="feedback-half",
+        seed=0,
+        out=tmp_path / "report.json",
+        variants=("hybrid", "learned"),
+        embedder=embedder,
+    )
+    assert (tmp_path / "report.json").exists()
+    assert report["feedback_coverage"] == 1.0
+    for variant in ("hybrid", "learned"):
+        assert set(report["variants"][variant]) == set(SETS)
+        for metrics in report["variants"][variant].values():
+            assert {"n", "recall@5", "recall@10", "recall@25", "mrr", "p50_ms"} <= set(metrics)
+            assert {"cache_hit_rate", "false_hit_rate"} <= set(metrics)
+    assert report["variants"]["learned"]["repeat"]["cache_hit_rate"] == 1.0
+    assert report["variants"]["hybrid"]["repeat"]["cache_hit_rate"] == 0.0
+    assert report["variants"]["learned"]["repeat"]["recall@10"] == 1.0
