@@ -72,7 +72,7 @@ def main() -> None:
     ]
     rows = [_Rows() for _ in points]
     started = time.perf_counter()
-    for store in stores:
+    for number, store in enumerate(stores, start=1):
         with (
             tempfile.TemporaryDirectory(prefix="tribal-tune-") as tmp,
             MemoryService(Settings(data_dir=Path(tmp)), embedder=embedder) as service,
@@ -86,7 +86,11 @@ def main() -> None:
                 service.retriever = Retriever(settings, service.db, service.store, embedder)
                 names = VARIANTS if len(points) == 1 else ("hybrid", "learned")
                 _measure(service, store, fed_keys, point_rows, names)
-        print(f"{store.owner} done ({time.perf_counter() - started:.0f} s)", flush=True)
+        # Conversation ids are evaluation data: progress names only their position.
+        print(
+            f"conversation {number}/{len(stores)} done ({time.perf_counter() - started:.0f} s)",
+            flush=True,
+        )
     results = []
     for point, point_rows in zip(points, rows, strict=True):
         summary = {

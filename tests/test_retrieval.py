@@ -7,22 +7,27 @@ from datetime import UTC, datetime
 import pytest
 
 from tribal_memory.models import Memory
-from tribal_memory.retrieval import fuse, text_hits, vector_hits
+from tribal_memory.retrieval import fuse, fused_candidates
 from tribal_memory.store.base import ScoredMemory
 
 
 def _memory(memory_id: str) -> Memory:
     now = datetime.now(UTC)
-    return Memory(memory_id, memory_id, "o", "fact", (), None, None, None, None, now, now, None,
-                  "", {})
+    return Memory(
+        memory_id, memory_id, "o", "fact", (), None, None, None, None, now, now, None, "", {}
+    )
 
 
 A, B, C = _memory("a"), _memory("b"), _memory("c")
 
 
 def test_weighted_fusion_normalises_and_combines() -> None:
-    hits = fuse([ScoredMemory(A, 0.9), ScoredMemory(B, 0.5)],
-                [ScoredMemory(B, 8.0), ScoredMemory(C, 2.0)], k=3, vector_weight=0.6)
+    hits = fuse(
+        [ScoredMemory(A, 0.9), ScoredMemory(B, 0.5)],
+        [ScoredMemory(B, 8.0), ScoredMemory(C, 2.0)],
+        k=3,
+        vector_weight=0.6,
+    )
     by_id = {h.memory.memory_id: h for h in hits}
     assert by_id["b"].score == pytest.approx(0.6 * 0.5 + 0.4 * 1.0)
     assert by_id["a"].score == pytest.approx(0.6 * 0.9)
@@ -32,22 +37,33 @@ def test_weighted_fusion_normalises_and_combines() -> None:
 
 
 def test_rrf_scores_lie_in_unit_range_and_reward_agreement() -> None:
-    hits = fuse([ScoredMemory(A, 0.9), ScoredMemory(B, 0.5)],
-                [ScoredMemory(B, 8.0), ScoredMemory(A, 2.0)], k=2, method="rrf", rrf_k=60)
+    hits = fuse(
+        [ScoredMemory(A, 0.9), ScoredMemory(B, 0.5)],
+        [ScoredMemory(B, 8.0), ScoredMemory(A, 2.0)],
+        k=2,
+        method="rrf",
+        rrf_k=60,
+    )
     assert all(0.0 < h.score <= 1.0 for h in hits)
     expected = (1.0 / 61 + 1.0 / 62) / (2.0 / 61)
     assert hits[0].score == pytest.approx(expected)
     assert {h.memory.memory_id for h in hits} == {"a", "b"}
 
 
-def test_negative_cosine_clips_to_zero_and_k_limits() -> None:
-    hits = vector_hits([ScoredMemory(A, 0.7), ScoredMemory(B, -0.2), ScoredMemory(C, 0.1)], k=2)
-    assert [h.score for h in hits] == [pytest.approx(0.7), 0.0]
-    assert vector_hits([ScoredMemory(A, 0.7)], k=5, min_score=0.8) == []
+def test_vector_only_ranking_clips_negative_cosine_to_zero_and_k_limits() -> None:
+    vector = [ScoredMemory(A, 0.7), ScoredMemory(B, -0.2), ScoredMemory(C, 0.1)]
+    hits = fuse(vector, [], k=2, vector_weight=1.0)
+    assert [h.memory.memory_id for h in hits] == ["a", "c"]
+    assert [c.score for c in fused_candidates(vector, [], vector_weight=1.0)] == [
+        pytest.approx(0.7),
+        pytest.approx(0.1),
+        0.0,
+    ]
+    assert fuse(vector[:1], [], k=5, vector_weight=1.0, min_score=0.8) == []
 
 
-def test_text_hits_divide_by_best_score() -> None:
-    hits = text_hits([ScoredMemory(A, 4.0), ScoredMemory(B, 1.0)], k=5)
+def test_text_only_ranking_divides_by_best_bm25() -> None:
+    hits = fuse([], [ScoredMemory(A, 4.0), ScoredMemory(B, 1.0)], k=5, vector_weight=0.0)
     assert [h.score for h in hits] == [1.0, 0.25]
 
 

@@ -112,6 +112,12 @@ class SearchFilters:
     since: datetime | None = None
     until: datetime | None = None
 
+    def admits_owner(self, owner: str) -> bool:
+        """True when a memory of ``owner`` is visible under these filters."""
+        if self.owner is None:
+            return True
+        return owner == self.owner or (self.include_shared and owner == SHARED_OWNER)
+
 
 @dataclass(frozen=True, slots=True)
 class Hit:

@@ -21,29 +21,6 @@ from tribal_memory.store.base import ScoredMemory
 FusionMethod = Literal["weighted", "rrf"]
 
 
-def vector_hits(candidates: Sequence[ScoredMemory], k: int, min_score: float = 0.0) -> list[Hit]:
-    """Hits of a vector-only search: score = cosine similarity clipped to [0, 1]."""
-    hits: list[Hit] = []
-    for candidate in candidates[:k]:
-        score = min(1.0, max(0.0, candidate.score))
-        if score < min_score:
-            continue
-        hits.append(Hit(candidate.memory, score, len(hits) + 1, vector_score=score))
-    return hits
-
-
-def text_hits(candidates: Sequence[ScoredMemory], k: int, min_score: float = 0.0) -> list[Hit]:
-    """Hits of a BM25-only search: score = BM25 / best BM25 of the query, in [0, 1]."""
-    best = max((c.score for c in candidates), default=0.0)
-    hits: list[Hit] = []
-    for candidate in candidates[:k]:
-        score = candidate.score / best if best > 0 else 0.0
-        if score < min_score:
-            continue
-        hits.append(Hit(candidate.memory, score, len(hits) + 1, text_score=score))
-    return hits
-
-
 @dataclass(slots=True)
 class Candidate:
     """A memory on its way to becoming a hit: fused ``score`` and its parts, all in [0, 1]."""
@@ -126,6 +103,16 @@ def fuse(
     candidates = fused_candidates(
         vector, text, method=method, vector_weight=vector_weight, rrf_k=rrf_k
     )
+    return top_hits(candidates, k, min_score)
+
+
+def top_hits(candidates: Sequence[Candidate], k: int, min_score: float = 0.0) -> list[Hit]:
+    """The first ``k`` candidates (already ranked) scoring at least ``min_score``, as hits.
+
+    Returns:
+        Hits ranked 1..n carrying each candidate's ``score``, ``vector_score``
+        and ``text_score``; [] when none qualifies.
+    """
     hits: list[Hit] = []
     for entry in candidates:
         if len(hits) == k:

@@ -24,7 +24,6 @@ from tribal_memory.learned.layer import Retriever, event_results, scope_of
 from tribal_memory.learned.stats import Bucket, RetrievalStats, retrieval_stats
 from tribal_memory.models import (
     MEMORY_KINDS,
-    SHARED_OWNER,
     Anchor,
     CaptureResult,
     FeedbackResult,
@@ -633,4 +632,4 @@ class MemoryService:
 
 
 def _visible(memory: Memory, owner: str | None) -> bool:
-    return owner is None or memory.owner in (owner, SHARED_OWNER)
+    return SearchFilters(owner=owner).admits_owner(memory.owner)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Annotated, Literal
 
 from litestar import get
@@ -53,9 +53,6 @@ def retrieval_stats(
         InvalidInput: 400, an unknown bucket or a ``since`` without a time zone.
         StoreUnavailable: 503, the database cannot be read.
     """
-    if since is not None:
-        if since.tzinfo is None:
-            raise InvalidInput("since must carry a time zone (e.g. 2026-01-01T00:00:00Z)")
-        # In UTC: the event times are compared as stored (UTC wall clock), offset ignored.
-        since = since.astimezone(UTC)
+    if since is not None and since.tzinfo is None:
+        raise InvalidInput("since must carry a time zone (e.g. 2026-01-01T00:00:00Z)")
     return retrieval_stats_out(service.retrieval_stats(owner=owner, bucket=bucket, since=since))

@@ -350,7 +350,7 @@ def run_learn_bench(
     rows = _Rows()
     gold_fed = gold_total = 0
     started = time.perf_counter()
-    for store in stores:
+    for number, store in enumerate(stores, start=1):
         with tempfile.TemporaryDirectory(prefix="tribal-learn-") as tmp:
             settings = Settings(data_dir=Path(tmp), **overrides)
             with MemoryService(settings, embedder=model) as service:
@@ -363,7 +363,8 @@ def run_learn_bench(
                 _measure(service, store, fed_keys, rows, variants)
         if log is not None:
             log(
-                f"{store.owner}: {len(store.memories)} memories, {len(store.fed)} fed, "
+                f"store {number}/{len(stores)}: {len(store.memories)} memories, "
+                f"{len(store.fed)} fed, "
                 f"{len(store.new)} new ({time.perf_counter() - started:.0f} s)"
             )
     settings = Settings(**overrides)

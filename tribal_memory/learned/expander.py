@@ -2,9 +2,10 @@
 
 Three sources, each searched on the BM25 path and fused by the caller:
 
-Rule-based (:func:`rule_variants`), written for how agents ask about people:
-  * keywords: the question without question words and stop words
-    ("When did Priya move to Lisbon?" → "Priya move Lisbon");
+Rule-based (:func:`rule_variants`), written for how agents ask about people
+(the plain keyword form of a question — question and stop words dropped — is
+not a variant: the BM25 path drops stop words itself, so it would repeat the
+query's own search):
   * likes: "what X do(es) <who> like/love/enjoy/prefer" and "<who>'s favo(u)rite X"
     → "<who> X preference", "<who> favorite X", "<who> likes X";
   * whereabouts: "where does <who> live/work/study" → "<who> lives in",
@@ -88,8 +89,6 @@ def rule_variants(question: str) -> list[str]:
         variants.append(f"{keywords} date")
     for match in _HOW_MANY.finditer(question):
         variants.append(f"{keywords} number of {match['thing']}")
-    if keywords:
-        variants.append(keywords)
     seen = {" ".join(tokens(question))}
     unique: list[str] = []
     for variant in variants:

@@ -44,7 +44,6 @@ from tribal_memory.learned.feedback import FeedbackTracker
 from tribal_memory.learned.query_cache import CacheEntry, PastQuery, QueryCache
 from tribal_memory.learned.text import content_terms, query_key, stem
 from tribal_memory.models import (
-    SHARED_OWNER,
     FeedbackResult,
     Hit,
     LearnedParts,
@@ -52,7 +51,7 @@ from tribal_memory.models import (
     SearchResult,
     Variant,
 )
-from tribal_memory.retrieval import Candidate, fused_candidates
+from tribal_memory.retrieval import Candidate, fused_candidates, top_hits
 from tribal_memory.store.base import MemoryStore
 from tribal_memory.tables import OwnerVariantRow, utcnow
 
@@ -178,8 +177,14 @@ class Retriever:
         scores = {str(r["id"]): float(r["score"]) for r in event.results}
         memories = self._store.get(used)
         used_memories = [(memories[i], scores[i]) for i in used if i in memories]
-        vector = self._embedder.embed(event.query, query=True)
-        self.cache.record(event.owner, key, event.query, vector, used_memories, now=now)
+        self.cache.record(
+            event.owner,
+            key,
+            event.query,
+            lambda: self._embedder.embed(event.query, query=True),
+            used_memories,
+            now=now,
+        )
         penalised = [i for i in results[: self.settings.feedback_penalty_depth] if i in unused]
         self.feedback.reinforce(event.owner, key, used, penalised, now)
         self.expansions.learn(event.owner, key, event.query, [m.content for m, _ in used_memories])
@@ -244,19 +249,32 @@ class Retriever:
             mode, fallback = "vector", "vector"
         need_vector = mode != "text" or has_past or use_anchors
         vector = self._embedder.embed(query, query=True) if need_vector else None
-        if parts.cache and has_past and vector is not None and _plain_filters(filters):
-            close = self.cache.similar(
-                scope, vector, min_similarity=self.settings.semantic_cache_threshold, limit=1
+        s = self.settings
+        similar = (
+            self.cache.similar(
+                scope,
+                vector,
+                min_similarity=min(s.semantic_cache_threshold, s.feedback_similarity),
             )
-            if close and close[0].eligible:
-                entry = self.cache.get(scope, close[0].key)
-                if entry is not None:
-                    return self._cached(entry, filters, k, min_score, mode, variant, started)
+            if has_past and vector is not None
+            else []
+        )
+        closest = similar[0] if similar else None
+        if (
+            parts.cache
+            and closest is not None
+            and closest.eligible
+            and closest.similarity >= s.semantic_cache_threshold
+            and _plain_filters(filters)
+        ):
+            entry = self.cache.get(scope, closest.key)
+            if entry is not None:
+                return self._cached(entry, filters, k, min_score, mode, variant, started)
         candidates = self._plain(query, vector, filters, mode, pool)
         learned: dict[str, _Learned] = {}
         if has_past or use_anchors:
             learned = self._learned_parts(
-                query, vector, filters, mode, pool, parts, scope, has_past, use_anchors
+                query, filters, mode, pool, parts, scope, has_past, similar, use_anchors
             )
         hits = self._rank(candidates, learned, vector, filters, mode, k, min_score)
         took_ms = (time.perf_counter() - started) * 1000
@@ -272,20 +290,10 @@ class Retriever:
         variant: Variant,
         started: float,
     ) -> SearchResult:
-        owners = (
-            None
-            if filters.owner is None
-            else {filters.owner, SHARED_OWNER}
-            if filters.include_shared
-            else {filters.owner}
-        )
-        kept = (
-            h
-            for h in entry.hits
-            if h.score >= min_score and (owners is None or h.memory.owner in owners)
-        )
-        hits = [Hit(h.memory, h.score, rank, cached=True) for rank, h in enumerate(kept, start=1)]
-        hits = hits[:k]
+        kept = [
+            h for h in entry.hits if h.score >= min_score and filters.admits_owner(h.memory.owner)
+        ]
+        hits = [Hit(h.memory, h.score, rank, cached=True) for rank, h in enumerate(kept[:k], 1)]
         took_ms = (time.perf_counter() - started) * 1000
         return SearchResult(tuple(hits), mode, None, took_ms, variant=variant, cached=True)
 
@@ -336,21 +344,21 @@ class Retriever:
     def _learned_parts(
         self,
         query: str,
-        vector: Vector | None,
         filters: SearchFilters,
         mode: SearchMode,
         pool: int,
         parts: LearnedParts,
         scope: str,
         has_past: bool,
+        similar: Sequence[PastQuery],
         use_anchors: bool,
     ) -> dict[str, _Learned]:
+        """What expansion, anchors and feedback add per memory id.
+
+        ``similar``: past queries of ``scope`` at least as similar as the
+        lower of the semantic-cache and feedback thresholds, best first.
+        """
         learned: dict[str, _Learned] = {}
-        similar = (
-            self.cache.similar(scope, vector, min_similarity=self.settings.feedback_similarity)
-            if has_past and vector is not None
-            else []
-        )
         if parts.expansion and has_past and mode != "vector":
             for variant in self._variants(query, scope, similar):
                 found = self._store.text_search(variant, filters, pool)
@@ -429,26 +437,15 @@ class Retriever:
 def _hits(
     candidates: Sequence[Candidate], learned: dict[str, _Learned], k: int, min_score: float
 ) -> list[Hit]:
-    hits: list[Hit] = []
-    for candidate in candidates:
-        if len(hits) == k:
-            break
-        if candidate.score < min_score:
-            continue
-        extra = learned.get(candidate.memory.memory_id)
-        hits.append(
-            Hit(
-                candidate.memory,
-                candidate.score,
-                len(hits) + 1,
-                vector_score=candidate.vector,
-                text_score=candidate.text,
-                expanded_from=extra.expanded_from if extra else None,
-                boost=extra.boost if extra else 0.0,
-                anchor_match=extra.anchor if extra else None,
-            )
+    hits = top_hits(candidates, k, min_score)
+    return [
+        replace(
+            hit, expanded_from=extra.expanded_from, boost=extra.boost, anchor_match=extra.anchor
         )
-    return hits
+        if (extra := learned.get(hit.memory.memory_id)) is not None
+        else hit
+        for hit in hits
+    ]
 
 
 def event_results(hits: Sequence[Hit]) -> list[dict[str, Any]]:

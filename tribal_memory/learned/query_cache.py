@@ -16,7 +16,7 @@ and learned expansions look up by similarity (:meth:`QueryCache.similar`).
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -27,6 +27,12 @@ from tribal_memory.db import Database
 from tribal_memory.embeddings.base import Vector
 from tribal_memory.models import Memory, memory_from_json, memory_to_json
 from tribal_memory.tables import QueryCacheRow, utcnow
+
+
+def eligible(success: int, failure: int, min_successes: int, min_success_rate: float) -> bool:
+    """True when a cache entry with these counts may answer (see the module docstring)."""
+    total = success + failure
+    return success >= min_successes and total > 0 and success / total >= min_success_rate
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,8 +98,7 @@ class QueryCache:
         self._lock = threading.Lock()
 
     def _eligible(self, success: int, failure: int) -> bool:
-        total = success + failure
-        return success >= self._min_successes and total > 0 and success / total >= self._min_rate
+        return eligible(success, failure, self._min_successes, self._min_rate)
 
     def lookup(self, owner: str, key: str) -> CacheEntry | None:
         """The eligible entry for exactly this key, or None (a miss)."""
@@ -185,7 +190,7 @@ class QueryCache:
         owner: str,
         key: str,
         text: str,
-        vector: Vector | None,
+        embed: Callable[[], Vector] | None,
         used: Sequence[tuple[Memory, float]],
         *,
         now: datetime | None = None,
@@ -196,7 +201,8 @@ class QueryCache:
             owner: Whose query.
             key: The query key; an empty key records nothing.
             text: The query as asked.
-            vector: Its embedding (kept for similarity lookups), or None.
+            embed: Gives the query's embedding, called only when the entry has
+                none yet (kept for similarity lookups); None: keep none.
             used: The memories reported used, each with its score in that retrieval.
             now: Time of the feedback (default: now).
         """
@@ -216,8 +222,8 @@ class QueryCache:
                     failure_count=0,
                 )
                 session.add(row)
-            if vector is not None and row.query_vector is None:
-                row.query_vector = np.asarray(vector, dtype=np.float32).tobytes()
+            if embed is not None and row.query_vector is None:
+                row.query_vector = np.asarray(embed(), dtype=np.float32).tobytes()
             if used:
                 row.success_count += 1
                 row.last_success = now

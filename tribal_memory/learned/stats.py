@@ -15,6 +15,7 @@ from typing import Any, Literal
 from sqlalchemy import func, select
 
 from tribal_memory.db import Database
+from tribal_memory.learned.query_cache import eligible
 from tribal_memory.tables import (
     FactAnchorRow,
     QueryCacheRow,
@@ -184,5 +185,5 @@ def _cache_counts(
     if owner is not None:
         query = query.where(QueryCacheRow.owner == owner)
     rows = session.execute(query).all()
-    eligible = sum(1 for s, f in rows if s >= min_successes and s / max(1, s + f) >= min_rate)
-    return len(rows), eligible
+    answering = sum(1 for s, f in rows if eligible(s, f, min_successes, min_rate))
+    return len(rows), answering
