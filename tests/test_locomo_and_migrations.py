@@ -85,3 +85,18 @@ def test_migrations_create_every_table_and_are_idempotent(tmp_path: Path) -> Non
         assert connection.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
         assert connection.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
     engine.dispose()
+
+
+def test_migrations_match_the_table_definitions(tmp_path: Path) -> None:
+    """The migrated schema equals what tribal_memory.tables declares (nothing missing or extra)."""
+    from alembic.autogenerate import compare_metadata
+    from alembic.runtime.migration import MigrationContext
+
+    from tribal_memory.tables import Base
+
+    engine = make_engine(tmp_path / "t.sqlite3")
+    migrate(engine)
+    with engine.connect() as connection:
+        diff = compare_metadata(MigrationContext.configure(connection), Base.metadata)
+    engine.dispose()
+    assert diff == []

@@ -125,3 +125,16 @@ class OwnerVariantRow(Base):
     owner: Mapped[str] = mapped_column(String(128), primary_key=True)
     variant: Mapped[str] = mapped_column(String(16))
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class ApiKeyRow(Base):
+    """An API key: only the SHA-256 of its secret is stored, never the key itself."""
+
+    __tablename__ = "api_keys"
+
+    key_id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    owner: Mapped[str] = mapped_column(String(128), index=True)
+    admin: Mapped[bool] = mapped_column(Boolean, default=False)
+    secret_hash: Mapped[str] = mapped_column(String(64))
+    label: Mapped[str] = mapped_column(String(256), default="")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
