@@ -90,33 +90,48 @@ def test_requests_without_a_valid_key_get_401(secured: TestClient[Litestar]) -> 
 
 
 def test_a_key_sees_its_owner_and_shared_memories_only(secured: TestClient[Litestar]) -> None:
-    alice, bob, admin = _key(secured, "alice"), _key(secured, "bob"), _key(secured, "ops", admin=True)
-    mine = secured.post("/v1/memories", json={"content": "Alice keeps her tea in the blue tin"},
-                        headers=alice).json()["memory"]
+    alice, bob, admin = (
+        _key(secured, "alice"),
+        _key(secured, "bob"),
+        _key(secured, "ops", admin=True),
+    )
+    mine = secured.post(
+        "/v1/memories", json={"content": "Alice keeps her tea in the blue tin"}, headers=alice
+    ).json()["memory"]
     assert mine["owner"] == "alice"  # omitted owner: the key's owner
-    shared = secured.post("/v1/memories", headers=bob,
-                          json={"content": "The office tea is in the kitchen", "owner": "shared"})
+    shared = secured.post(
+        "/v1/memories",
+        headers=bob,
+        json={"content": "The office tea is in the kitchen", "owner": "shared"},
+    )
     assert shared.status_code == 201
     refused = secured.post("/v1/memories", json={"content": "x", "owner": "alice"}, headers=bob)
     assert refused.status_code == 403 and refused.json()["error"] == "forbidden"
 
     # Another owner's memory id is unknown, whatever the route.
     memory_id = mine["memory_id"]
-    for method, path in (("GET", f"/v1/memories/{memory_id}"),
-                         ("DELETE", f"/v1/memories/{memory_id}"),
-                         ("GET", f"/v1/memories/{memory_id}/anchors"),
-                         ("GET", f"/v1/memories/{memory_id}/neighbors")):
+    for method, path in (
+        ("GET", f"/v1/memories/{memory_id}"),
+        ("DELETE", f"/v1/memories/{memory_id}"),
+        ("GET", f"/v1/memories/{memory_id}/anchors"),
+        ("GET", f"/v1/memories/{memory_id}/neighbors"),
+    ):
         response = secured.request(method, path, headers=bob)
         assert response.status_code == 404, (method, path)
-    assert secured.patch(f"/v1/memories/{memory_id}", json={"tags": ["x"]},
-                         headers=bob).status_code == 404
+    assert (
+        secured.patch(f"/v1/memories/{memory_id}", json={"tags": ["x"]}, headers=bob).status_code
+        == 404
+    )
     # Naming another owner is refused; the key's own scope applies otherwise.
-    assert secured.post("/v1/search", json={"query": "tea", "owner": "alice"},
-                        headers=bob).status_code == 403
+    assert (
+        secured.post("/v1/search", json={"query": "tea", "owner": "alice"}, headers=bob).status_code
+        == 403
+    )
     bob_hits = secured.post("/v1/search", json={"query": "where is the tea"}, headers=bob).json()
     assert {h["owner"] for h in bob_hits["hits"]} == {"shared"}
-    alice_hits = secured.post("/v1/search", json={"query": "where is the tea"},
-                              headers=alice).json()
+    alice_hits = secured.post(
+        "/v1/search", json={"query": "where is the tea"}, headers=alice
+    ).json()
     assert {h["owner"] for h in alice_hits["hits"]} == {"alice", "shared"}
     every = secured.post("/v1/search", json={"query": "where is the tea"}, headers=admin).json()
     assert len(every["hits"]) == 2
@@ -129,8 +144,9 @@ def test_a_key_sees_its_owner_and_shared_memories_only(secured: TestClient[Lites
 def test_feedback_on_another_owners_retrieval_is_unknown(secured: TestClient[Litestar]) -> None:
     alice, bob = _key(secured, "alice"), _key(secured, "bob")
     secured.post("/v1/memories", json={"content": "Alice's train leaves at 8"}, headers=alice)
-    found = secured.post("/v1/search", json={"query": "when is the train", "feedback": True},
-                         headers=alice).json()
+    found = secured.post(
+        "/v1/search", json={"query": "when is the train", "feedback": True}, headers=alice
+    ).json()
     used = [found["hits"][0]["memory_id"]]
     body = {"retrieval_id": found["retrieval_id"], "used_ids": used}
     assert secured.post("/v1/feedback", json=body, headers=bob).status_code == 404
