@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from litestar import get, post
 from litestar.openapi.spec import OpenAPIMediaType, OpenAPIType, Operation, RequestBody, Schema
+from litestar.params import RawBody
 from litestar.response import Stream
 from litestar.status_codes import HTTP_200_OK
 
@@ -88,7 +89,7 @@ def export(service: Service, owner: Owner = None) -> Stream:
     responses=error_responses(400, 413, 503),
     operation_class=_JsonLinesBody,
 )
-def import_(body: bytes, service: Service) -> ImportOut:
+def import_(body: RawBody, service: Service) -> ImportOut:
     """Import an export (the body, ``application/x-ndjson``): ids, vectors, times are kept.
 
     The whole body is checked before anything is written. From another

@@ -54,7 +54,7 @@ def export_(
     if run.json:
         run.emit({"file": file, **counts})
     else:
-        memories = _n(counts["memory"], "memory").replace("ys", "ies")
+        memories = _n(counts["memory"], "memory", "memories")
         run.out.print(
             f"exported {memories}, {_n(counts['relation'], 'relation')} and "
             f"{_n(counts['row'], 'learned row')} to {file}"
@@ -130,8 +130,8 @@ def import_(
         run.out.print(_import_line(result))
 
 
-def _n(count: int, noun: str) -> str:
-    return f"{count} {noun}{'' if count == 1 else 's'}"
+def _n(count: int, noun: str, plural: str | None = None) -> str:
+    return f"{count} {noun if count == 1 else plural or noun + 's'}"
 
 
 def _import_line(result: ImportResult) -> str:
@@ -140,7 +140,7 @@ def _import_line(result: ImportResult) -> str:
         for name in rows:
             rows[name] += getattr(counts, name)
     line = (
-        f"imported {_n(result.memories.created, 'memory').replace('ys', 'ies')} "
+        f"imported {_n(result.memories.created, 'memory', 'memories')} "
         f"({result.memories.skipped} already here), "
         f"{_n(result.relations.created, 'relation')} ({result.relations.skipped} already here), "
         f"{_n(rows['created'], 'learned row')} ({rows['skipped']} already here)"

@@ -44,6 +44,8 @@ if TYPE_CHECKING:
 
 Source = Path | bytes | IO[bytes]
 """An export to import: a file path, the file's bytes, or a seekable binary file."""
+ANCHORS_TABLE = "fact_anchors"
+"""Mirrored into each memory's ``anchor_text`` (see :mod:`tribal_memory.learned.anchors`)."""
 Progress = Callable[[int, int], None]
 """Called while writing with (records written so far, records in the file)."""
 
@@ -188,6 +190,7 @@ class _Writer:
         self.memories = TransferCounts()
         self.reembedded = 0
         self.tables: dict[str, TransferCounts] = {}
+        self.anchored: set[str] = set()  # memories given new fact_anchors rows
 
     def run(self, lines: Iterable[bytes]) -> ImportResult:
         limit = self.service.settings.max_content_chars
@@ -200,6 +203,9 @@ class _Writer:
             if self.created_ids:
                 self.service.store.delete(self.created_ids)
             raise
+        # Anchors imported for memories this import did not create (they were
+        # here already) must show in those memories' anchor_text too.
+        self.service.retriever.anchors.refresh(self.anchored - set(self.created_ids))
         if self.created_ids:
             self.service.optimize()  # fold the new rows into the full-text index
         return ImportResult(
@@ -284,6 +290,8 @@ class _Writer:
             if row_key not in taken:
                 taken.add(row_key)
                 new.append(row)
+        if table.name == ANCHORS_TABLE:
+            self.anchored.update(str(row["memory_id"]) for row in new)
         if self.reembed:
             self._reembed_columns(table, new)
         # One INSERT per set of columns present (rows may leave defaulted columns out).
