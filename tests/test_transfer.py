@@ -27,7 +27,7 @@ from tribal_memory.api import create_app
 from tribal_memory.config import Settings
 from tribal_memory.embeddings.base import Embedder, Vector
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
-from tribal_memory.errors import EmbeddingError, InvalidInput
+from tribal_memory.errors import EmbeddingError, InvalidInput, TooLarge
 from tribal_memory.models import MemoryInput, MemoryPatch, SearchFilters
 from tribal_memory.service import MemoryService
 from tribal_memory.tables import QueryCacheRow
@@ -469,6 +469,16 @@ def test_a_file_cut_mid_line_imports_nothing(
             b.import_jsonl(b"")
         with pytest.raises(InvalidInput, match="cannot read"):
             b.import_jsonl(tmp_path / "missing.jsonl")
+        assert b.store.count() == 0
+
+
+def test_content_over_the_limit_imports_nothing(
+    source: Source, tmp_path: Path, embedder: FastEmbedEmbedder
+) -> None:
+    longest = max(len(content) for content, _ in FACTS)
+    with _open(tmp_path / "b", embedder, max_content_chars=longest - 1) as b:
+        with pytest.raises(TooLarge, match=r"^line \d+: a memory has \d+ characters"):
+            b.import_jsonl(source.path)
         assert b.store.count() == 0
 
 

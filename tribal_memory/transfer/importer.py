@@ -37,6 +37,7 @@ from tribal_memory.transfer.records import (
     key_columns,
     read_records,
     table_refs,
+    transfer_tables,
 )
 
 if TYPE_CHECKING:
@@ -189,7 +190,7 @@ class _Writer:
         self.elsewhere: dict[str, bool] = {}  # other referenced ids: stored here or not
         self.memories = TransferCounts()
         self.reembedded = 0
-        self.tables: dict[str, TransferCounts] = {}
+        self.tables = {t.name: TransferCounts() for t in transfer_tables()}
         self.anchored: set[str] = set()  # memories given new fact_anchors rows
 
     def run(self, lines: Iterable[bytes]) -> ImportResult:

@@ -57,6 +57,7 @@ column (as queries) with this instance's model.
 """
 
 RECORD_ORDER = ("memory", "relation", "row")
+"""Record types between the header and the end record, in the order they must come."""
 _MAX_ID_CHARS = 64
 _MAX_OWNER_CHARS = 128
 
@@ -241,7 +242,9 @@ def _decode_vector(text: str, dim: int) -> Vector:
 
 def _decode_memory(data: Mapping[str, Any], dim: int, max_chars: int) -> MemoryRecord:
     fields = _get(data, "memory", dict)
-    content = _text(fields, "content", max_chars + 1)
+    content: str = _get(fields, "content", str)
+    if not content.strip():
+        raise _Problem("field 'content' is empty")
     if len(content) > max_chars:
         raise TooLarge(
             f"a memory has {len(content)} characters; the limit is {max_chars} "
@@ -413,7 +416,9 @@ def read_records(lines: Iterable[bytes], *, max_content_chars: int) -> Iterator[
                 record = RowRecord(relations, _decode_row(relations, _get(data, "relation", dict)))
             else:
                 name = _get(data, "table", str)
-                if name == RELATIONS_TABLE or name not in tables:
+                if name == RELATIONS_TABLE:
+                    raise _Problem("relations travel as relation records, not rows")
+                if name not in tables:
                     reason = "is never imported" if name in EXCLUDED_TABLES else "is not known here"
                     raise _Problem(f"table {name!r} {reason}")
                 record = RowRecord(tables[name], _decode_row(tables[name], _get(data, "row", dict)))
