@@ -53,3 +53,22 @@ def test_store_records_model_and_refuses_another(tmp_path: Path) -> None:
         LanceMemoryStore(uri, "model-b", 8)
     with pytest.raises(EmbeddingModelMismatch, match="8-d.*16-d"):
         LanceMemoryStore(uri, "model-a", 16)
+
+
+def test_scan_streams_every_memory_with_its_exact_vector(tmp_path: Path) -> None:
+    store = LanceMemoryStore(str(tmp_path / "db"), "test-model", 8)
+    assert list(store.scan()) == []
+    memories = [_memory(str(i), f"fact {i}", "o" if i % 2 else "shared") for i in range(10)]
+    vectors = _unit(10, 8, seed=3)
+    store.add(memories[:6], vectors[:6])
+    store.add(memories[6:], vectors[6:])
+    batches = list(store.scan(batch_size=4))
+    assert all(0 < len(batch) <= 4 for batch, _ in batches)
+    seen = {m.memory_id: (m, v) for batch, vs in batches for m, v in zip(batch, vs, strict=True)}
+    assert len(seen) == 10
+    for memory, vector in zip(memories, vectors, strict=True):
+        assert seen[memory.memory_id][0] == memory
+        assert seen[memory.memory_id][1].tobytes() == vector.tobytes()
+    own = SearchFilters(owner="o", include_shared=False)
+    only_o = [m.memory_id for batch, _ in store.scan(own) for m in batch]
+    assert sorted(only_o) == ["1", "3", "5", "7", "9"]

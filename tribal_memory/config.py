@@ -65,6 +65,8 @@ class Settings(BaseSettings):
     """Largest ``k`` a recall or search may ask for (larger: HTTP 413)."""
     max_request_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
     """Largest HTTP request body, in bytes (larger: HTTP 413)."""
+    transfer_batch_rows: int = Field(default=500, ge=1, le=100_000)
+    """Memories or table rows read, embedded or written per batch by export and import."""
 
     fusion: Literal["weighted", "rrf"] = "weighted"
     """How hybrid search fuses vector and BM25 results."""

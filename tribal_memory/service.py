@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Literal
 
@@ -41,6 +41,7 @@ from tribal_memory.models import (
     memory_id_for,
 )
 from tribal_memory.store.lancedb import LanceMemoryStore
+from tribal_memory.transfer import ImportResult, Source, export_lines, import_source
 
 SearchMode = Literal["hybrid", "vector", "text"]
 _MAX_OWNER_CHARS = 128
@@ -227,6 +228,41 @@ class MemoryService:
             else:  # a repeat within this batch of a memory created above
                 results.append(CaptureResult(memory, "exists"))
         return results
+
+    def write_memories(self, memories: Sequence[Memory], vectors: Vector) -> list[Memory]:
+        """Store memories exactly as given, skipping ids already stored (import, restore).
+
+        Unlike :meth:`capture_batch` nothing is validated, derived or embedded:
+        ids, timestamps, ``anchor_text`` and metadata are kept as they are, and
+        ``vectors`` must come from this instance's model. A repeated id within
+        ``memories`` is written once.
+
+        Args:
+            memories: Memories to store.
+            vectors: Their vectors, shape ``(len(memories), dim)``, float32.
+
+        Returns:
+            The memories written (ids not stored before), in input order.
+
+        Raises:
+            InvalidInput: ``vectors`` of the wrong shape.
+            StoreUnavailable: the write failed (nothing of the batch is stored).
+        """
+        if vectors.shape != (len(memories), self.embedder.dim):
+            raise InvalidInput(
+                f"expected vectors of shape ({len(memories)}, {self.embedder.dim}), "
+                f"got {vectors.shape}"
+            )
+        with self._capture_lock:
+            stored = self.store.get(list({m.memory_id for m in memories}))
+            keep: dict[str, int] = {}
+            for i, memory in enumerate(memories):
+                if memory.memory_id not in stored:
+                    keep.setdefault(memory.memory_id, i)
+            positions = list(keep.values())
+            written = [memories[i] for i in positions]
+            self.store.add(written, vectors[positions])
+        return written
 
     def _near_duplicates(
         self, memories: Sequence[Memory], vectors: Vector
@@ -615,6 +651,48 @@ class MemoryService:
             if not frontier:
                 break
         return found
+
+    # -- export and import --------------------------------------------------------
+
+    def export_jsonl(
+        self, *, owner: str | None = None, progress: Callable[[int], None] | None = None
+    ) -> Iterator[str]:
+        """Stream this instance's data as JSON lines (see :func:`.transfer.export_lines`).
+
+        Args:
+            owner: Only what this owner sees (its and shared memories, and the
+                relations and learned rows that belong to them); None: all.
+            progress: Called with the number of records written after each batch.
+
+        Raises:
+            InvalidInput: an invalid owner (raised here, before the stream starts).
+            StoreUnavailable: a read failed (while iterating; the stream ends
+                without its end record).
+        """
+        if owner is not None:
+            owner = self._check_owner(owner)
+        return export_lines(
+            self, owner=owner, batch_rows=self.settings.transfer_batch_rows, progress=progress
+        )
+
+    def import_jsonl(
+        self, source: Source, *, progress: Callable[[int, int], None] | None = None
+    ) -> ImportResult:
+        """Import an export; see :func:`tribal_memory.transfer.import_source`.
+
+        Args:
+            source: A path, the file's bytes, or a seekable binary file.
+            progress: Called with (records written, records in the file) after each batch.
+
+        Raises:
+            InvalidInput: unreadable file, unknown format or version, a bad
+                line (named), a truncated file; nothing is written.
+            TooLarge: a memory over ``max_content_chars``; nothing is written.
+            StoreUnavailable / EmbeddingError: a write failed; it is undone.
+        """
+        return import_source(
+            self, source, batch_rows=self.settings.transfer_batch_rows, progress=progress
+        )
 
     # -- maintenance ------------------------------------------------------------
 

@@ -3,6 +3,12 @@
 Schema changes go through Alembic migrations in ``migrations/``; this module
 is their source of truth (``target_metadata``) and is never used to create
 tables directly. ORM objects stay inside the modules that query them.
+
+Export and import (:mod:`tribal_memory.transfer`) copy every table declared
+here except ``transfer.records.EXCLUDED_TABLES`` (``api_keys``): add a table
+holding secrets there. They read a row's references from column names: a
+column ``owner`` scopes the row to that owner, ``memory_id`` (a JSON list:
+``memory_ids``) ties it to memories, so name such columns that way.
 """
 
 from __future__ import annotations

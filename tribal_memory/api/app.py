@@ -27,6 +27,7 @@ from tribal_memory.api.memories import MemoriesController
 from tribal_memory.api.relations import RelationsController
 from tribal_memory.api.retrieval import RetrievalController
 from tribal_memory.api.stats import retrieval_stats, stats
+from tribal_memory.api.transfer import export, import_
 from tribal_memory.config import Settings
 from tribal_memory.embeddings.base import Embedder
 from tribal_memory.service import MemoryService
@@ -89,6 +90,8 @@ def create_app(settings: Settings, *, embedder: Embedder | None = None) -> Lites
             VariantsController,
             stats,
             retrieval_stats,
+            export,
+            import_,
             health,
             swagger_static_router(),
         ],

@@ -10,6 +10,7 @@ from tribal_memory.api.schemas import (
     CurvePointOut,
     FeedbackOut,
     HitOut,
+    ImportOut,
     MemoryOut,
     NeighborOut,
     RelationOut,
@@ -30,6 +31,7 @@ from tribal_memory.models import (
     SearchResult,
     StoreStats,
 )
+from tribal_memory.transfer import ImportResult
 
 
 def memory_out(memory: Memory) -> MemoryOut:
@@ -146,3 +148,8 @@ def retrieval_stats_out(stats: RetrievalStats) -> RetrievalStatsOut:
         llm_failures=stats.llm_failures,
         counters=dict(stats.counters),
     )
+
+
+def import_out(result: ImportResult) -> ImportOut:
+    """Response body of an :class:`~tribal_memory.transfer.ImportResult`."""
+    return msgspec.convert(result, ImportOut, from_attributes=True)

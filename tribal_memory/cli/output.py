@@ -260,8 +260,11 @@ def _plain(value: object) -> str:
 
 
 @contextmanager
-def _progress(run: _Run, label: str, total: int) -> Iterator[Any]:
-    """A progress bar on stderr (terminal only); yields ``advance(n)``."""
+def _progress(run: _Run, label: str, total: int | None) -> Iterator[Any]:
+    """A progress bar on stderr (terminal only); yields ``advance(n, total=None)``.
+
+    ``total`` None: unknown until an ``advance`` call gives it.
+    """
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -271,7 +274,13 @@ def _progress(run: _Run, label: str, total: int) -> Iterator[Any]:
         disable=not run.show_progress,
     ) as bar:
         task = bar.add_task(label, total=total)
-        yield lambda n: bar.advance(task, n)
+
+        def advance(n: int, total: int | None = None) -> None:
+            if total is not None:
+                bar.update(task, total=total)
+            bar.advance(task, n)
+
+        yield advance
 
 
 # -- errors -------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal
@@ -186,6 +187,14 @@ class AnchorIndex:
             ).all()
             for row in learned[self.max_per_memory :]:
                 session.delete(row)
+
+    def refresh(self, memory_ids: Iterable[str]) -> None:
+        """Rewrite the ``anchor_text`` of these memories from their active anchors.
+
+        For rows written to ``fact_anchors`` in bulk (import); unknown ids are ignored.
+        """
+        for memory_id in memory_ids:
+            self._sync(memory_id)
 
     def _sync(self, memory_id: str) -> None:
         text = "\n".join(a.text for a in self.anchors_of(memory_id) if a.active)

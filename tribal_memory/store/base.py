@@ -6,7 +6,7 @@ A store never embeds: the service hands it vectors. It returns raw candidates
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -81,6 +81,27 @@ class MemoryStore(Protocol):
 
     def count(self, filters: SearchFilters | None = None) -> int:
         """Number of memories passing ``filters`` (all memories when None)."""
+
+    def scan(
+        self, filters: SearchFilters | None = None, *, batch_size: int = 512
+    ) -> Iterator[tuple[list[Memory], Vector]]:
+        """Every memory passing ``filters`` (all when None) with its stored vector, in batches.
+
+        Streams: at most one batch is held at a time, so a store of any size
+        can be walked (export uses it). The order is the store's own and
+        stable between calls while nothing is written; it is not sorted.
+
+        Args:
+            filters: Prefilter, as for search (None: every memory).
+            batch_size: Most memories per batch (>= 1); batches may be smaller.
+
+        Yields:
+            ``(memories, vectors)`` with ``vectors`` of shape ``(len(memories), dim)``
+            (float32, exactly as stored); an empty store yields nothing.
+
+        Raises:
+            StoreUnavailable: the store cannot be read (also mid-iteration).
+        """
 
     def optimize(self) -> None:
         """Fold new rows into the indexes, compact files and drop old versions."""

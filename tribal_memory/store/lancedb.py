@@ -393,6 +393,25 @@ class LanceMemoryStore:
         with _translated("count"):
             return int(self._table.count_rows(where))
 
+    def scan(
+        self, filters: SearchFilters | None = None, *, batch_size: int = 512
+    ) -> Iterator[tuple[list[Memory], Vector]]:
+        """See :meth:`MemoryStore.scan`; reads one table version (a snapshot) in storage order."""
+        if batch_size < 1:
+            raise InvalidInput("batch_size must be at least 1")
+        where = filter_sql(filters) if filters is not None else None
+        with _translated("scan"):
+            query = self._table.search().select([*_COLUMNS, "vector"]).limit(None)
+            if where:
+                query = query.where(where)
+            for batch in query.to_batches(batch_size):
+                if not batch.num_rows:
+                    continue
+                flat = batch.column("vector").flatten().to_numpy(zero_copy_only=False)
+                vectors = np.asarray(flat, dtype=np.float32).reshape(batch.num_rows, self.dim)
+                memories = [_to_memory(row) for row in batch.select(list(_COLUMNS)).to_pylist()]
+                yield memories, vectors
+
     def group_counts(self, column: str) -> dict[str, int]:
         """Memories per distinct value of ``column`` (``owner`` or ``kind``)."""
         if column not in ("owner", "kind"):
