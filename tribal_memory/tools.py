@@ -292,8 +292,8 @@ def document_lines(chunks: Sequence[Memory], owner: str | None) -> list[str]:
     ``shared``, else the first owner by name. Chunks are read in
     ``chunk_index`` order and merged by line number: a line a chunk holds
     whole (any line but its first and last) is taken as it is; a line only
-    held in part (a chunk starts or ends inside it) is joined from the
-    fragments, overlapping words counted once. A chunk's first line lacks
+    held in pieces (chunks start or end inside it) is joined from its pieces
+    in chunk order, the words two pieces overlap on counted once. A chunk's first line lacks
     its leading indentation unless another chunk holds the line whole; lines
     no chunk covers (blank lines, headings without text) are empty.
 
@@ -310,8 +310,7 @@ def document_lines(chunks: Sequence[Memory], owner: str | None) -> list[str]:
         key=lambda c: (c.chunk_index if c.chunk_index is not None else 0, _line_metadata(c)),
     )
     whole: dict[int, str] = {}
-    heads: dict[int, list[str]] = {}  # the start of a line (a chunk ends inside it)
-    tails: dict[int, list[str]] = {}  # the end of a line (a chunk starts inside it)
+    parts: dict[int, list[str]] = {}  # pieces of lines chunks start or end inside, in order
     last = 0
     for chunk in mine:
         span = _line_metadata(chunk)
@@ -321,45 +320,39 @@ def document_lines(chunks: Sequence[Memory], owner: str | None) -> list[str]:
         if len(texts) != end - start + 1:
             continue  # metadata that does not fit the content: skip rather than misplace
         last = max(last, end)
-        for offset, text in enumerate(texts):
-            number = start + offset
+        for number, text in enumerate(texts, start):
             if start < number < end:
                 whole.setdefault(number, text)
-            elif number == start and number < end:
-                tails.setdefault(number, []).append(text)
-            elif number == end and number > start:
-                heads.setdefault(number, []).append(text)
-            else:  # a one-line chunk: a middle part of the line
-                tails.setdefault(number, []).append(text)
+            else:
+                parts.setdefault(number, []).append(text)
     lines: list[str] = []
     for number in range(1, last + 1):
         if number in whole:
             lines.append(whole[number])
         else:
-            lines.append(_join_fragments(heads.get(number, []), tails.get(number, [])))
+            pieces = parts.get(number, [""])
+            line = pieces[0]
+            for piece in pieces[1:]:
+                line = _join(line, piece)
+            lines.append(line)
     return lines
 
 
-def _join_fragments(heads: Sequence[str], tails: Sequence[str]) -> str:
-    """One line from its longest start and its longest end.
-
-    The longest whole-word overlap of the start's end with the end's start is
-    counted once; without one the two are joined by a space.
-    """
-    head = max(heads, key=len, default="")
-    tail = max(tails, key=len, default="")
-    if not tail or tail in head:
-        return head
-    if not head:
-        return tail
-    for size in range(min(len(head), len(tail)), 0, -1):
+def _join(left: str, right: str) -> str:
+    """Two pieces of one line, in order: the longest whole-word overlap of the end of
+    ``left`` with the start of ``right`` counted once; without one, joined by a space."""
+    if not right or right in left:
+        return left
+    if not left or left.strip() in right and right.startswith(left.strip()):
+        return left[: len(left) - len(left.lstrip())] + right
+    for size in range(min(len(left), len(right)), 0, -1):
         if (
-            head.endswith(tail[:size])
-            and (size == len(tail) or tail[size].isspace())
-            and (size == len(head) or head[-size - 1].isspace())
+            left.endswith(right[:size])
+            and (size == len(right) or right[size].isspace())
+            and (size == len(left) or left[-size - 1].isspace())
         ):
-            return head + tail[size:]
-    return f"{head} {tail}"
+            return left + right[size:]
+    return f"{left} {right}"
 
 
 def memory_feedback(
