@@ -147,6 +147,10 @@ class Settings(BaseSettings):
     llm_timeout_s: float = Field(default=2.0, gt=0.0)
     """Longest wait for LLM variants, in seconds; later answers are dropped."""
 
+    context_max_tokens: int = Field(default=400, ge=32)
+    """Largest ``<knowledge-graph>`` block ``POST /v1/context`` returns, in tokens of the
+    packaged tokenizer; lines past it are dropped (neighbours first)."""
+
     @property
     def learned_parts(self) -> LearnedParts:
         """The learned parts switched on by these settings."""

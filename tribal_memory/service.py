@@ -21,6 +21,7 @@ from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
 from tribal_memory.errors import Conflict, InvalidInput, NotFound, StoreUnavailable, TooLarge
 from tribal_memory.graph import RelationGraph
 from tribal_memory.learned import forget_learned
+from tribal_memory.learned.feedback import RetrievalEvent
 from tribal_memory.learned.layer import Retriever, event_results, scope_of
 from tribal_memory.learned.stats import Bucket, RetrievalStats, retrieval_stats
 from tribal_memory.models import (
@@ -312,6 +313,25 @@ class MemoryService:
             raise NotFound(f"no memory with id {memory_id}")
         return memory
 
+    def get_many(self, memory_ids: Sequence[str], *, owner: str | None = None) -> dict[str, Memory]:
+        """The memories with these ids that exist and are visible to ``owner``.
+
+        Returns:
+            ``{memory_id: Memory}``; missing or invisible ids are absent (not an error).
+        """
+        found = self.store.get(list(dict.fromkeys(memory_ids)))
+        return {i: m for i, m in found.items() if _visible(m, owner)}
+
+    def list_memories(self, filters: SearchFilters, *, limit: int) -> list[Memory]:
+        """Up to ``limit`` memories passing ``filters`` (unranked, in no set order).
+
+        Raises:
+            InvalidInput: ``limit`` < 1.
+        """
+        if limit < 1:
+            raise InvalidInput("limit must be at least 1")
+        return self.store.select(filters, limit)
+
     def update(self, memory_id: str, patch: MemoryPatch, *, owner: str | None = None) -> Memory:
         """Change fields of a memory; the id stays. New content is re-embedded.
 
@@ -499,6 +519,17 @@ class MemoryService:
             Conflict: the retrieval already has feedback with other ids.
         """
         return self.retriever.record_usage(retrieval_id, used_ids, owner=owner)
+
+    def retrieval(self, retrieval_id: str, *, owner: str | None = None) -> RetrievalEvent:
+        """The logged retrieval ``retrieval_id`` (its query, hits and any feedback).
+
+        Raises:
+            NotFound: unknown retrieval id, or one logged for another ``owner``.
+        """
+        event = self.retriever.feedback.event(retrieval_id)
+        if event is None or (owner is not None and event.owner != owner):
+            raise NotFound(f"no retrieval with id {retrieval_id}")
+        return event
 
     def add_anchor(self, memory_id: str, text: str, *, owner: str | None = None) -> Anchor:
         """Attach a manual anchor (a question the memory answers); active at once.

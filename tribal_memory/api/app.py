@@ -18,6 +18,7 @@ from litestar.datastructures import State
 from litestar.exceptions import ValidationException
 
 from tribal_memory.api.auth import AUTH_DEPENDENCIES, AUTH_STATE_KEY, authenticate
+from tribal_memory.api.context import context
 from tribal_memory.api.deps import DEPENDENCIES, SERVICE_STATE_KEY
 from tribal_memory.api.docs import openapi_config, swagger_static_router
 from tribal_memory.api.errors import EXCEPTION_HANDLERS
@@ -27,6 +28,7 @@ from tribal_memory.api.memories import MemoriesController
 from tribal_memory.api.relations import RelationsController
 from tribal_memory.api.retrieval import RetrievalController
 from tribal_memory.api.stats import retrieval_stats, stats
+from tribal_memory.api.tools import ToolsController
 from tribal_memory.api.transfer import export, import_
 from tribal_memory.config import Settings
 from tribal_memory.embeddings.base import Embedder
@@ -88,6 +90,8 @@ def create_app(settings: Settings, *, embedder: Embedder | None = None) -> Lites
             FeedbackController,
             AnchorsController,
             VariantsController,
+            ToolsController,
+            context,
             stats,
             retrieval_stats,
             export,

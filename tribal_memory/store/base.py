@@ -79,6 +79,12 @@ class MemoryStore(Protocol):
     def text_search(self, query: str, filters: SearchFilters, k: int) -> list[ScoredMemory]:
         """Top ``k`` by BM25 over memory text, best first; [] when nothing matches."""
 
+    def select(self, filters: SearchFilters, limit: int) -> list[Memory]:
+        """Up to ``limit`` memories passing ``filters``, unranked and in no set order.
+
+        [] when none pass (a miss is not an error).
+        """
+
     def count(self, filters: SearchFilters | None = None) -> int:
         """Number of memories passing ``filters`` (all memories when None)."""
 

@@ -387,6 +387,16 @@ class LanceMemoryStore:
             rows = builder.to_list()
         return [ScoredMemory(_to_memory(r), float(r["_score"])) for r in rows]
 
+    def select(self, filters: SearchFilters, limit: int) -> list[Memory]:
+        """See :meth:`MemoryStore.select`."""
+        where = filter_sql(filters)
+        with _translated("read"):
+            query = self._table.search().select(list(_COLUMNS)).limit(limit)
+            if where:
+                query = query.where(where)
+            rows = query.to_list()
+        return [_to_memory(row) for row in rows]
+
     def count(self, filters: SearchFilters | None = None) -> int:
         """See :meth:`MemoryStore.count`."""
         where = filter_sql(filters) if filters is not None else None

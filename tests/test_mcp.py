@@ -1,0 +1,262 @@
+"""``tribal-memory mcp`` driven by the official MCP SDK client: stdio, streamable HTTP, ``--url``.
+
+Every test starts real processes (``python -m tribal_memory ...``) on
+127.0.0.1 and stops them; the in-process ones load the embedding model.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, TextIO
+
+import anyio
+import httpx
+import pytest
+from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+STARTUP_TIMEOUT_S = 90.0
+TOOL_NAMES = {"memory_search", "memory_get", "memory_feedback", "memory_capture"}
+FACTS = (
+    "We chose PostgreSQL for the billing database",
+    "The billing database is backed up nightly at 02:00 UTC",
+    "Alice prefers green tea over coffee",
+)
+
+pytestmark = pytest.mark.slow
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _env(**extra: str) -> dict[str, str]:
+    """This environment, with the package under test importable in the child."""
+    root = str(Path(__file__).resolve().parent.parent)
+    path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
+    return {**os.environ, "PYTHONPATH": path, **extra}
+
+
+def _wait_for_port(process: subprocess.Popen[bytes], port: int, log: Path) -> None:
+    deadline = time.monotonic() + STARTUP_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            pytest.fail(f"process exited with {process.returncode}:\n{log.read_text()}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return
+        except OSError:
+            time.sleep(0.2)
+    pytest.fail(f"nothing listening on {port} after {STARTUP_TIMEOUT_S} s:\n{log.read_text()}")
+
+
+def _start(args: list[str], port: int, log: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, *args], env=env, stdout=out, stderr=subprocess.STDOUT
+        )
+    try:
+        _wait_for_port(process, port, log)
+    except BaseException:
+        _stop(process)
+        raise
+    return process
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=10)
+
+
+@asynccontextmanager
+async def _stdio_session(
+    params: StdioServerParameters, errlog: TextIO = sys.stderr
+) -> AsyncIterator[ClientSession]:
+    """A client session with a server process spawned over stdio (the SDK's client)."""
+    async with (
+        stdio_client(params, errlog=errlog) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        yield session
+
+
+@asynccontextmanager
+async def _http_session(url: str) -> AsyncIterator[ClientSession]:
+    """A client session over streamable HTTP (the SDK's client)."""
+    async with (
+        streamable_http_client(url) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        yield session
+
+
+def _answer(result: Any) -> dict[str, Any]:
+    """A successful tool result's JSON, checked to equal its structured content."""
+    assert result.is_error is False, result.content
+    payload = json.loads(result.content[0].text)
+    assert result.structured_content == payload
+    assert isinstance(payload, dict)
+    return payload
+
+
+async def _exercise(session: ClientSession) -> dict[str, Any]:
+    """List and call all four tools as an agent would; returns what was stored and found."""
+    await session.initialize()
+    listed = await session.list_tools()
+    assert {tool.name for tool in listed.tools} == TOOL_NAMES
+    for tool in listed.tools:
+        assert tool.description and tool.input_schema["type"] == "object"
+        assert tool.input_schema["required"]
+
+    captured = [_answer(await session.call_tool("memory_capture", {"content": f})) for f in FACTS]
+    assert all(c["status"] == "created" for c in captured)
+    assert captured[0]["path"] == f"memory/{captured[0]['memoryId']}.md"
+    again = _answer(await session.call_tool("memory_capture", {"content": FACTS[0]}))
+    assert again["status"] == "exists" and again["memoryId"] == captured[0]["memoryId"]
+
+    found = _answer(
+        await session.call_tool(
+            "memory_search", {"query": "which database is billing on?", "maxResults": 2.0}
+        )
+    )
+    assert found["provider"] == "tribal-memory" and 0 < len(found["results"]) <= 2
+    top = found["results"][0]
+    assert top["path"] == captured[0]["path"] and 0.35 <= top["score"] <= 1.0
+    assert top["citation"] == f"Source: {top['path']}#L1-L1"
+
+    read = _answer(await session.call_tool("memory_get", {"path": top["path"]}))
+    assert read == {"text": FACTS[0], "path": top["path"]}
+    missing = _answer(await session.call_tool("memory_get", {"path": "memory/none.md"}))
+    assert missing == {"text": "", "path": "memory/none.md"}
+
+    fed = _answer(
+        await session.call_tool(
+            "memory_feedback",
+            {"retrievalId": found["retrievalId"], "usedPaths": [top["path"]]},
+        )
+    )
+    assert fed["usedIds"] == [captured[0]["memoryId"]] and fed["duplicate"] is False
+
+    # Errors are tool errors, and the server keeps serving after them.
+    bad = await session.call_tool("memory_search", {"maxResults": 3})
+    assert bad.is_error is True
+    assert json.loads(bad.content[0].text)["error"] in ("invalid_input", "invalid_request")
+    unknown = await session.call_tool(
+        "memory_feedback", {"retrievalId": "00000000-0000-4000-8000-000000000000", "usedPaths": []}
+    )
+    assert unknown.is_error is True and json.loads(unknown.content[0].text)["error"] == "not_found"
+    assert (await session.call_tool("no_such_tool", {})).is_error is True
+    still = _answer(await session.call_tool("memory_get", {"path": top["path"]}))
+    assert still["text"] == FACTS[0]
+    return {"captured": captured, "search": found}
+
+
+def test_stdio_in_process(tmp_path: Path) -> None:
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "tribal_memory", "mcp", "--data-dir", str(tmp_path / "data"), "--agent", "ann"],
+        env=_env(),
+    )
+
+    async def main() -> None:
+        with (tmp_path / "stderr.log").open("w") as errlog:
+            async with _stdio_session(params, errlog) as session:
+                await _exercise(session)
+
+    anyio.run(main)
+    assert "Traceback" not in (tmp_path / "stderr.log").read_text()
+
+
+def test_streamable_http_in_process(tmp_path: Path) -> None:
+    port = _free_port()
+    args = ["-m", "tribal_memory", "mcp", "--transport", "http", "--port", str(port)]
+    args += ["--data-dir", str(tmp_path / "data")]
+    log = tmp_path / "mcp.log"
+    process = _start(args, port, log, _env())
+
+    async def main() -> None:
+        async with _http_session(f"http://127.0.0.1:{port}/mcp") as session:
+            done = await _exercise(session)
+        # Without --agent the facts are shared.
+        assert done["captured"]
+
+    try:
+        anyio.run(main)
+    finally:
+        _stop(process)
+    assert "Traceback" not in log.read_text()
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[str]:
+    """Base URL of a ``tribal_memory.api.server`` process over a temp data dir."""
+    port = _free_port()
+    env = _env(
+        TRIBAL_DATA_DIR=str(tmp_path / "server-data"),
+        TRIBAL_PORT=str(port),
+        TRIBAL_HOST="127.0.0.1",
+    )
+    log = tmp_path / "server.log"
+    process = _start(["-m", "tribal_memory.api.server"], port, log, env)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        _stop(process)
+    assert "Traceback" not in log.read_text()
+
+
+def test_url_mode_forwards_to_a_running_server(tmp_path: Path, server: str) -> None:
+    args = ["-m", "tribal_memory", "mcp", "--url", server, "--agent", "ann"]
+    args += ["--api-key", "not-checked-yet"]
+    params = StdioServerParameters(command=sys.executable, args=args, env=_env())
+
+    async def main() -> dict[str, Any]:
+        async with _stdio_session(params) as session:
+            return await _exercise(session)
+
+    done = anyio.run(main)
+    memory_id = done["captured"][0]["memoryId"]
+    with httpx.Client(base_url=server, timeout=30.0) as client:
+        stored = client.get(f"/v1/memories/{memory_id}").json()
+        assert stored["owner"] == "ann" and stored["content"] == FACTS[0]
+        hidden = client.post(
+            "/v1/tools/memory_get",
+            json={"path": done["captured"][0]["path"]},
+            headers={"X-Agent-Id": "someone-else"},
+        ).json()
+        assert hidden["text"] == ""
+        stats = client.get("/v1/stats/retrieval", params={"owner": "ann"}).json()
+        assert stats["overall"]["with_feedback"] == 1
+
+
+def test_url_mode_reports_an_unreachable_server_as_tool_errors() -> None:
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "tribal_memory", "mcp", "--url", f"http://127.0.0.1:{_free_port()}"],
+        env=_env(),
+    )
+
+    async def main() -> None:
+        async with _stdio_session(params) as session:
+            await session.initialize()
+            result = await session.call_tool("memory_search", {"query": "anything"})
+            assert result.is_error is True
+            error = json.loads(result.content[0].text)
+            assert error["error"] == "store_unavailable" and "cannot reach" in error["detail"]
+
+    anyio.run(main)

@@ -1,0 +1,354 @@
+"""OpenClaw memory-slot tools over HTTP: recorded tool calls replayed against the real app."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from litestar import Litestar
+from litestar.testing import TestClient
+
+from tribal_memory.api import create_app
+from tribal_memory.config import Settings
+from tribal_memory.embeddings.base import Embedder, Vector
+from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
+from tribal_memory.errors import EmbeddingError
+from tribal_memory.ingest import load_document, load_paths
+from tribal_memory.models import SearchFilters
+from tribal_memory.service import MemoryService
+from tribal_memory.tools import SNIPPET_MAX_CHARS, document_lines
+
+DATA = Path(__file__).resolve().parent / "data" / "openclaw"
+WORKSPACE = DATA / "workspace"
+RECORDED = json.loads((DATA / "tool_calls.json").read_text(encoding="utf-8"))
+AGENT = RECORDED["agent"]
+RESULT_KEYS = {"path", "startLine", "endLine", "score", "snippet", "source", "citation"}
+
+FACTS = [
+    ("The staging cluster is called kestrel and lives in eu-west-1.", AGENT, ["infra"]),
+    ("Invoices are numbered INV-<year>-<sequence> since January.", AGENT, ["billing"]),
+    ("Release notes are due every second Friday.", "shared", []),
+    ("The coffee machine on floor 3 is broken.", "other-agent", []),
+]
+
+
+def _service(client: TestClient[Litestar]) -> MemoryService:
+    service = client.app.state["service"]
+    assert isinstance(service, MemoryService)
+    return service
+
+
+def _load_workspace(service: MemoryService) -> None:
+    """The OpenClaw workspace ingested as the agent's documents, plus a few facts."""
+    loaded = load_paths([WORKSPACE], owner=AGENT, root=WORKSPACE)
+    service.capture_batch(loaded.memories)
+    service.optimize()
+
+
+@pytest.fixture
+def client(settings: Settings, embedder: FastEmbedEmbedder) -> Iterator[TestClient[Litestar]]:
+    with TestClient(create_app(settings, embedder=embedder)) as test_client:
+        _load_workspace(_service(test_client))
+        for content, owner, tags in FACTS:
+            created = test_client.post(
+                "/v1/memories", json={"content": content, "owner": owner, "tags": tags}
+            )
+            assert created.status_code == 201
+        yield test_client
+
+
+def _call(
+    client: TestClient[Litestar], name: str, arguments: dict[str, Any], agent: str | None = AGENT
+) -> Any:
+    headers = {"X-Agent-Id": agent} if agent else {}
+    response = client.post(f"/v1/tools/{name}", json=arguments, headers=headers)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def _resolve(value: Any, last_search: dict[str, Any] | None) -> Any:
+    """Replace ``$search.<path>`` placeholders of a recorded call by the last search's values."""
+    if isinstance(value, list):
+        return [_resolve(v, last_search) for v in value]
+    if isinstance(value, dict):
+        return {k: _resolve(v, last_search) for k, v in value.items()}
+    if isinstance(value, str) and value.startswith("$search."):
+        assert last_search is not None
+        found: Any = last_search
+        for part in value.removeprefix("$search.").split("."):
+            found = found[int(part)] if isinstance(found, list) else found[part]
+        return found
+    return value
+
+
+def _check_search(answer: dict[str, Any], arguments: dict[str, Any]) -> None:
+    """The memory_search contract: keys, types, ranges, order, citations."""
+    assert set(answer) - {"fallback"} == {"results", "provider", "model", "retrievalId"}
+    assert answer["provider"] == "tribal-memory"
+    assert isinstance(answer["model"], str) and answer["model"]
+    assert isinstance(answer["retrievalId"], str)
+    if "fallback" in answer:
+        assert answer["fallback"]["from"] == "hybrid" and answer["fallback"]["reason"]
+    results = answer["results"]
+    assert len(results) <= int(arguments.get("maxResults", 6))
+    min_score = arguments.get("minScore", 0.35)
+    scores = [r["score"] for r in results]
+    assert scores == sorted(scores, reverse=True)
+    for result in results:
+        assert set(result) == RESULT_KEYS
+        assert isinstance(result["path"], str) and result["path"]
+        assert isinstance(result["startLine"], int) and isinstance(result["endLine"], int)
+        assert 1 <= result["startLine"] <= result["endLine"]
+        assert isinstance(result["score"], float) and min_score <= result["score"] <= 1.0
+        assert (
+            isinstance(result["snippet"], str) and 0 < len(result["snippet"]) <= SNIPPET_MAX_CHARS
+        )
+        assert result["source"] == "memory"
+        path, start, end = result["path"], result["startLine"], result["endLine"]
+        assert result["citation"] == f"Source: {path}#L{start}-L{end}"
+
+
+def _check_resolves(client: TestClient[Litestar], result: dict[str, Any]) -> None:
+    """A result's path and lines read back, through memory_get, the text it showed."""
+    start, end = result["startLine"], result["endLine"]
+    got = _call(
+        client, "memory_get", {"path": result["path"], "from": start, "lines": end - start + 1}
+    )
+    assert got["path"] == result["path"]
+    assert len(got["text"].split("\n")) == end - start + 1
+    assert result["snippet"].strip() in got["text"]
+
+
+def test_recorded_tool_calls_replay_with_the_contract(client: TestClient[Litestar]) -> None:
+    last_search: dict[str, Any] | None = None
+    searched_paths: set[str] = set()
+    for call in RECORDED["calls"]:
+        arguments = _resolve(call["arguments"], last_search)
+        answer = _call(client, call["name"], arguments)
+        if call["name"] == "memory_search":
+            _check_search(answer, arguments)
+            assert answer["results"], f"{call['toolCallId']}: the workspace answers this"
+            for result in answer["results"]:
+                _check_resolves(client, result)
+                searched_paths.add(result["path"])
+            last_search = answer
+        elif call["name"] == "memory_get":
+            assert set(answer) == {"text", "path"} and answer["path"] == arguments["path"]
+        else:
+            assert answer["retrievalId"] == arguments["retrievalId"]
+            assert set(answer["usedPaths"]) <= {r["path"] for r in last_search["results"]}
+            assert len(answer["usedIds"]) >= len(answer["usedPaths"])
+            assert answer["duplicate"] is False
+    # Document chunks come back under the workspace's own relative paths.
+    assert {"memory/2026-03-02.md", "MEMORY.md"} & searched_paths
+    assert all(not p.startswith("/") for p in searched_paths)
+    # The other agent's memory never shows, and the facts' paths are virtual.
+    other = _call(client, "memory_search", {"query": "coffee machine broken", "minScore": 0.0})
+    assert all("coffee machine" not in r["snippet"] for r in other["results"])
+
+
+def test_recorded_reads_of_known_and_unknown_paths(client: TestClient[Litestar]) -> None:
+    text = (WORKSPACE / "memory" / "2026-03-02.md").read_text(encoding="utf-8").split("\n")
+    slice_call = _call(
+        client, "memory_get", {"path": "memory/2026-03-02.md", "from": 14.0, "lines": 3.0}
+    )
+    assert slice_call["text"] == "\n".join(text[13:16]).rstrip("\n")
+    whole = _call(client, "memory_get", {"path": "memory/2026-03-02.md"})
+    # The title heading has no text under it, so no chunk holds it: its line reads back empty.
+    assert whole["text"] == "\n".join(["", *text[1:]]).rstrip("\n")
+    assert _call(client, "memory_get", {"path": "memory/2026-02-30.md"}) == {
+        "text": "",
+        "path": "memory/2026-02-30.md",
+    }
+    past_end = _call(client, "memory_get", {"path": "MEMORY.md", "from": 500})
+    assert past_end == {"text": "", "path": "MEMORY.md"}
+
+
+def test_memory_paths_read_back_with_line_slicing(client: TestClient[Litestar]) -> None:
+    created = client.post(
+        "/v1/memories",
+        json={
+            "content": "Runbook for the VPN\nstep one: open the portal\nstep two: log in",
+            "owner": AGENT,
+        },
+    ).json()
+    path = f"memory/{created['memory']['memory_id']}.md"
+    assert _call(client, "memory_get", {"path": path})["text"].startswith("Runbook for the VPN")
+    second = _call(client, "memory_get", {"path": path, "from": 2.0, "lines": 1.0})
+    assert second == {"text": "step one: open the portal", "path": path}
+    found = _call(client, "memory_search", {"query": "VPN runbook portal", "minScore": 0.0})
+    mine = [r for r in found["results"] if r["path"] == path]
+    assert mine and (mine[0]["startLine"], mine[0]["endLine"]) == (1, 3)
+    # Another agent cannot read it; an anonymous (all-owner) caller can.
+    assert _call(client, "memory_get", {"path": path}, agent="other-agent")["text"] == ""
+    assert _call(client, "memory_get", {"path": path}, agent=None)["text"]
+
+
+def test_agent_from_header_or_query_parameter(client: TestClient[Litestar]) -> None:
+    query = {"query": "coffee machine on floor 3", "minScore": 0.0}
+    by_query = client.post("/v1/tools/memory_search?agent_id=other-agent", json=query).json()
+    assert any("coffee machine" in r["snippet"] for r in by_query["results"])
+    header_wins = client.post(
+        "/v1/tools/memory_search?agent_id=other-agent", json=query, headers={"X-Agent-Id": AGENT}
+    ).json()
+    assert all("coffee machine" not in r["snippet"] for r in header_wins["results"])
+    shared = _call(client, "memory_search", {"query": "when are release notes due"})
+    assert any("Release notes" in r["snippet"] for r in shared["results"])
+
+
+def test_feedback_is_recorded_and_the_fourth_search_is_learned(
+    client: TestClient[Litestar],
+) -> None:
+    service = _service(client)
+    arguments = {"query": "which machine hosts the billing database?", "maxResults": 6.0}
+    before = service.retrieval_stats(owner=AGENT)
+    for _ in range(3):
+        answer = _call(client, "memory_search", arguments)
+        used = answer["results"][0]["path"]
+        fed = _call(
+            client,
+            "memory_feedback",
+            {"retrievalId": answer["retrievalId"], "usedPaths": [used]},
+        )
+        assert fed["usedPaths"] == [used] and fed["usedIds"]
+    fourth = _call(client, "memory_search", arguments)
+    _check_search(fourth, arguments)
+    after = service.retrieval_stats(owner=AGENT)
+    assert after.overall.with_feedback == before.overall.with_feedback + 3
+    assert after.weights > before.weights
+    assert after.overall.cache_hits == before.overall.cache_hits + 1
+    assert fourth["results"][0]["path"] == used
+
+
+def test_feedback_paths_citations_and_errors(client: TestClient[Litestar]) -> None:
+    answer = _call(client, "memory_search", {"query": "roll back a deploy", "minScore": 0.0})
+    retrieval_id, top = answer["retrievalId"], answer["results"][0]
+    cited = _call(
+        client,
+        "memory_feedback",
+        {"retrievalId": retrieval_id, "usedPaths": [top["citation"], "nowhere.md"]},
+    )
+    assert cited["usedPaths"] == [top["path"]] and cited["ignoredPaths"] == ["nowhere.md"]
+    again = _call(
+        client, "memory_feedback", {"retrievalId": retrieval_id, "usedPaths": [top["citation"]]}
+    )
+    assert again["duplicate"] is True
+
+    unknown = client.post(
+        "/v1/tools/memory_feedback",
+        json={"retrievalId": "00000000-0000-4000-8000-000000000000", "usedPaths": []},
+        headers={"X-Agent-Id": AGENT},
+    )
+    assert unknown.status_code == 404 and unknown.json()["error"] == "not_found"
+    fresh = _call(client, "memory_search", {"query": "roll back a deploy"})
+    none_known = client.post(
+        "/v1/tools/memory_feedback",
+        json={"retrievalId": fresh["retrievalId"], "usedPaths": ["nowhere.md"]},
+        headers={"X-Agent-Id": AGENT},
+    )
+    assert none_known.status_code == 400 and "nowhere.md" in none_known.json()["detail"]
+    other_agent = client.post(
+        "/v1/tools/memory_feedback",
+        json={"retrievalId": fresh["retrievalId"], "usedPaths": []},
+        headers={"X-Agent-Id": "other-agent"},
+    )
+    assert other_agent.status_code == 404
+    nothing_used = _call(
+        client, "memory_feedback", {"retrievalId": fresh["retrievalId"], "usedPaths": []}
+    )
+    assert nothing_used["usedIds"] == [] and nothing_used["usedPaths"] == []
+
+
+@pytest.mark.parametrize(
+    ("name", "body"),
+    [
+        ("memory_search", {}),
+        ("memory_search", {"query": ""}),
+        ("memory_search", {"query": 42}),
+        ("memory_search", {"query": "x", "maxResults": 0}),
+        ("memory_search", {"query": "x", "minScore": 1.5}),
+        ("memory_search", {"query": "x", "maxResults": "six"}),
+        ("memory_get", {"path": "MEMORY.md", "from": 0}),
+        ("memory_get", {"path": "MEMORY.md", "lines": -2.0}),
+        ("memory_get", {}),
+        ("memory_feedback", {"retrievalId": "x"}),
+    ],
+)
+def test_bad_tool_input_is_a_400(
+    client: TestClient[Litestar], name: str, body: dict[str, Any]
+) -> None:
+    response = client.post(f"/v1/tools/{name}", json=body, headers={"X-Agent-Id": AGENT})
+    assert response.status_code == 400, response.text
+    assert response.json()["status"] == 400
+
+
+def test_document_reassembled_from_overlapping_chunks(
+    tmp_path: Path, service: MemoryService
+) -> None:
+    first = " ".join(f"alpha{i}" for i in range(60))
+    second = " ".join(f"beta{i}" for i in range(60))
+    text = "\n".join(
+        ["# Notes", "", f"First paragraph {first}.", "", "## Part two", "", f"  Second {second}."]
+    )
+    (tmp_path / "notes.md").write_text(text + "\n", encoding="utf-8")
+    chunks = load_document(
+        tmp_path / "notes.md", owner="ann", root=tmp_path, max_tokens=30, overlap_tokens=8
+    )
+    assert len(chunks) > 4  # long lines are split inside, with overlap
+    service.capture_batch(chunks)
+    filters = SearchFilters(kinds=("chunk",), sources=("notes.md",))
+    stored = service.list_memories(filters, limit=100)
+    assert document_lines(stored, "ann") == text.split("\n")
+    # A caller that sees no chunk of it gets nothing.
+    assert document_lines([], "ann") == []
+
+
+class QueryFailingEmbedder(Embedder):
+    """Deterministic 8-d embedder whose query embeddings fail (the model is "down")."""
+
+    model_id = "test/query-failing-8d"
+    dim = 8
+
+    def embed_batch(self, texts: Sequence[str], *, query: bool = False) -> Vector:
+        if query:
+            raise EmbeddingError("the embedding model is unavailable")
+        rows = [
+            np.frombuffer(hashlib.sha256(t.encode()).digest()[:8], dtype=np.uint8) for t in texts
+        ]
+        matrix = np.asarray(rows, dtype=np.float32).reshape(len(texts), self.dim) + 1.0
+        normalised: Vector = matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
+        return normalised.astype(np.float32)
+
+
+def test_search_unavailable_answers_disabled_not_an_error(tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path / "down")
+    with TestClient(create_app(settings, embedder=QueryFailingEmbedder())) as down:
+        assert down.post("/v1/memories", json={"content": "a fact"}).status_code == 201
+        response = down.post("/v1/tools/memory_search", json={"query": "a fact", "maxResults": 6.0})
+        assert response.status_code == 200
+        assert response.json() == {
+            "results": [],
+            "disabled": True,
+            "error": "the embedding model is unavailable",
+        }
+        assert down.post("/v1/tools/memory_search", json={"query": " "}).status_code == 400
+        assert down.post("/v1/tools/memory_get", json={"path": "MEMORY.md"}).json()["text"] == ""
+
+
+def test_openclaw_manifest_declares_a_memory_plugin() -> None:
+    root = Path(__file__).resolve().parent.parent / "integrations" / "openclaw"
+    manifest = json.loads((root / "openclaw.plugin.json").read_text(encoding="utf-8"))
+    assert manifest["kind"] == "memory"
+    assert re.fullmatch(r"[a-z0-9-]+", manifest["id"])
+    schema = manifest["configSchema"]
+    assert schema["type"] == "object"
+    assert {"baseUrl", "apiKey", "agentId", "maxResults", "minScore"} <= set(schema["properties"])
+    assert manifest["uiHints"]["apiKey"]["sensitive"] is True
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    assert "plugins" in readme and '"memory": "' + manifest["id"] + '"' in readme

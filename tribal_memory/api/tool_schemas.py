@@ -1,0 +1,162 @@
+"""Bodies of the agent-tool routes (``/v1/tools/...``) and of ``POST /v1/context``.
+
+The tool bodies mirror OpenClaw's memory-core tools: camelCase fields, numbers
+that may arrive as floats, and unknown fields ignored (OpenClaw sends
+``corpus``, for one), so a plugin can forward its tool calls unchanged. The
+answers are the dicts of :mod:`tribal_memory.tools`; the Structs here
+describe them for OpenAPI and check them on the way out. Fields with a
+default are left out of an answer when they hold it (``fallback`` appears
+only when search fell back, ``disabled``/``error`` only when it was off).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+import msgspec
+
+Score = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
+
+
+# -- memory_search --------------------------------------------------------------------
+
+
+class MemorySearchIn(msgspec.Struct):
+    """``query``; ``maxResults`` (default 6, capped at ``max_k``; floats floored);
+    ``minScore`` in [0, 1] (default 0.35). Other fields are ignored."""
+
+    query: str
+    maxResults: float | None = None
+    minScore: float | None = None
+
+
+class MemorySearchResultOut(msgspec.Struct):
+    """One hit: its virtual ``path`` and 1-based inclusive lines, fused ``score`` in
+    [0, 1] (higher is better), ``snippet`` (its text, at most 700 characters),
+    ``source`` (always ``memory``) and ``citation`` (``Source: <path>#L<a>-L<b>``)."""
+
+    path: str
+    startLine: int
+    endLine: int
+    score: Score
+    snippet: str
+    source: Literal["memory"]
+    citation: str
+
+
+class FallbackOut(msgspec.Struct):
+    """How search fell back: ``from`` the mode asked for, and why."""
+
+    from_: str = msgspec.field(name="from")
+    reason: str
+
+
+class MemorySearchOut(msgspec.Struct, omit_defaults=True):
+    """Hits best first (empty: nothing matched), or, when search is unavailable,
+    ``{results: [], disabled: true, error}``.
+
+    ``provider``: ``tribal-memory``. ``model``: the embedding model id.
+    ``retrievalId``: pass it to ``memory_feedback``. ``fallback``: present when
+    hybrid search ran on embeddings alone.
+    """
+
+    results: list[MemorySearchResultOut]
+    provider: str | None = None
+    model: str | None = None
+    retrievalId: str | None = None
+    fallback: FallbackOut | None = None
+    disabled: bool = False
+    error: str | None = None
+
+
+# -- memory_get -------------------------------------------------------------------------
+
+
+class MemoryGetIn(msgspec.Struct):
+    """``path`` (from memory_search, or ``memory/<id>.md``); ``from``: first line,
+    1-based; ``lines``: how many (default: to the end). Other fields are ignored."""
+
+    path: str
+    from_: float | None = msgspec.field(default=None, name="from")
+    lines: float | None = None
+
+
+class MemoryGetOut(msgspec.Struct):
+    """The text at ``path`` (``""`` for an unknown or invisible path)."""
+
+    text: str
+    path: str
+
+
+# -- memory_feedback ----------------------------------------------------------------------
+
+
+class MemoryFeedbackIn(msgspec.Struct):
+    """The ``retrievalId`` of a memory_search and the result paths the agent used
+    (``[]``: none was useful). Other fields are ignored."""
+
+    retrievalId: str
+    usedPaths: list[str]
+
+
+class MemoryFeedbackOut(msgspec.Struct):
+    """What was recorded: the paths recognised as used, the paths ignored (not
+    among the retrieval's results), the memory ids reported used, whether this
+    repeated earlier feedback, and the anchors it activated."""
+
+    retrievalId: str
+    usedPaths: list[str]
+    ignoredPaths: list[str]
+    usedIds: list[str]
+    duplicate: bool
+    anchorsCreated: int
+
+
+# -- knowledge context ------------------------------------------------------------------
+
+
+class ContextRequest(msgspec.Struct, forbid_unknown_fields=True):
+    """A prompt to build a ``<knowledge-graph>`` block for.
+
+    ``agent_id``: the agent (its memories plus shared ones; null: every
+    owner). ``top_k`` (>= 1) hits with fused score >= ``min_score``;
+    ``include_neighbors`` adds related notes; ``max_tokens`` overrides the
+    ``context_max_tokens`` setting.
+    """
+
+    prompt: str
+    agent_id: str | None = None
+    top_k: int = 3
+    min_score: Score = 0.3
+    include_neighbors: bool = True
+    max_tokens: Annotated[int, msgspec.Meta(ge=1)] | None = None
+
+
+class ContextItemOut(msgspec.Struct):
+    """A memory in the block: label, title, owner, virtual path and lines,
+    ``score`` in [0, 1] for hits (null for neighbours), and ``via`` for
+    neighbours (a relation type or ``same_document``; null for hits)."""
+
+    memory_id: str
+    label: str
+    title: str
+    owner: str
+    path: str
+    start_line: int
+    end_line: int
+    score: float | None
+    via: str | None
+
+
+class ContextOut(msgspec.Struct):
+    """The block (``""`` when skipped: ``skipped_reason`` is ``prompt_too_short``,
+    ``already_injected``, ``no_match`` or ``budget_too_small``), the
+    ``retrieval_id`` to send feedback for (null when no search ran), the hits
+    and neighbours shown, and the block's size in tokens."""
+
+    context: str
+    skipped_reason: str | None
+    retrieval_id: str | None
+    hits: list[ContextItemOut]
+    neighbors: list[ContextItemOut]
+    tokens: int

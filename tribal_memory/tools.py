@@ -1,0 +1,489 @@
+"""Agent tools: the OpenClaw memory-slot tools plus ``memory_capture``, transport-free.
+
+Each tool takes the raw arguments of a tool call (the JSON object an agent
+sends; unknown fields are ignored) and the caller's owner, and returns a plain
+JSON-able dict in the tool's wire shape. The HTTP routes under ``/v1/tools/``
+and the MCP server both call :func:`call_tool`, so they answer alike.
+
+Shapes (numbers may arrive as floats: ``6.0`` is 6):
+
+``memory_search {query, maxResults=6, minScore=0.35}`` →
+``{results: [{path, startLine, endLine, score, snippet, source: "memory",
+citation}], provider, model, retrievalId, fallback?}``. ``score`` is the hit's
+fused hybrid score in [0, 1], higher is better; hits under ``minScore`` are
+dropped; ``maxResults`` above the ``max_k`` setting is capped to it.
+``snippet`` is the memory's text cut to :data:`SNIPPET_MAX_CHARS`.
+``citation`` is ``"Source: <path>#L<start>-L<end>"``. ``provider`` is
+:data:`PROVIDER`, ``model`` the embedding model id. ``fallback`` is present
+only when hybrid search ran on embeddings alone:
+``{"from": "hybrid", "reason": ...}``. When the store or the model fails the
+answer is ``{results: [], disabled: true, error}`` instead of an error.
+
+``memory_get {path, from?, lines?}`` → ``{text, path}``. ``from`` is a
+1-based line, ``lines`` a line count (both default to the whole text). An
+unknown path, or one the caller cannot see, gives ``{text: "", path}``.
+
+``memory_feedback {retrievalId, usedPaths}`` → ``{retrievalId, usedPaths,
+ignoredPaths, usedIds, duplicate, anchorsCreated}``: the paths are mapped to
+the memories of that retrieval's results that have those paths, and reported
+as used through the learned layer.
+
+``memory_capture {content, tags?, source?}`` → ``{memoryId, path, status,
+nearDuplicateOf}``: stores a fact owned by the caller (``shared`` when the
+caller is anonymous).
+
+Paths are virtual. A memory's path is ``memory/<memory_id>.md`` and its lines
+are the lines of its content. A chunk of an ingested document (kind
+``chunk`` with a ``source`` and ``start_line``/``end_line`` in its metadata,
+1-based and inclusive) has the document's path (its ``source``) and those
+lines; ``memory_get`` of a document path reassembles the document from the
+chunks the caller can see (:func:`document_lines`).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from tribal_memory.errors import (
+    EmbeddingError,
+    InvalidInput,
+    NotFound,
+    StoreUnavailable,
+)
+from tribal_memory.models import SHARED_OWNER, Memory, MemoryInput, SearchFilters
+from tribal_memory.service import MemoryService
+
+SNIPPET_MAX_CHARS = 700
+"""Longest snippet returned by ``memory_search``, in characters (as OpenClaw's memory-core)."""
+DEFAULT_MAX_RESULTS = 6
+"""``maxResults`` when the call leaves it out (OpenClaw's default)."""
+DEFAULT_MIN_SCORE = 0.35
+"""``minScore`` when the call leaves it out (OpenClaw's default)."""
+PROVIDER = "tribal-memory"
+"""The ``provider`` reported by ``memory_search``."""
+MEMORY_DIR = "memory/"
+"""Prefix of the virtual path of a memory: ``memory/<memory_id>.md``."""
+MAX_DOCUMENT_CHUNKS = 10_000
+"""Most chunks read to reassemble one document for ``memory_get``."""
+TOOL_NAMES: tuple[str, ...] = ("memory_search", "memory_get", "memory_feedback", "memory_capture")
+"""The tools :func:`call_tool` serves."""
+
+_MEMORY_PATH = re.compile(r"^memory/([0-9a-fA-F-]{36})\.md$")
+_LINE_ANCHOR = re.compile(r"#L(\d+)(?:-L(\d+))?$")
+
+
+# -- paths ----------------------------------------------------------------------------
+
+
+def _line_metadata(memory: Memory) -> tuple[int, int] | None:
+    """The chunk's (start_line, end_line) from its metadata, if both are sane integers."""
+    start, end = memory.metadata.get("start_line"), memory.metadata.get("end_line")
+    if type(start) is int and type(end) is int and 1 <= start <= end:
+        return start, end
+    return None
+
+
+def _is_document_chunk(memory: Memory) -> bool:
+    return memory.kind == "chunk" and bool(memory.source) and _line_metadata(memory) is not None
+
+
+def memory_path(memory: Memory) -> str:
+    """The virtual path of a memory: its document's path for a document chunk, else
+    ``memory/<memory_id>.md``."""
+    if _is_document_chunk(memory):
+        assert memory.source is not None  # checked by _is_document_chunk
+        return memory.source
+    return f"{MEMORY_DIR}{memory.memory_id}.md"
+
+
+def line_span(memory: Memory) -> tuple[int, int]:
+    """1-based inclusive (start, end) lines of the memory within its :func:`memory_path`."""
+    if _is_document_chunk(memory):
+        span = _line_metadata(memory)
+        assert span is not None  # checked by _is_document_chunk
+        return span
+    return 1, len(memory.content.split("\n"))
+
+
+def citation(path: str, start: int, end: int) -> str:
+    """``"Source: <path>#L<start>-L<end>"``."""
+    return f"Source: {path}#L{start}-L{end}"
+
+
+def split_citation(text: str) -> tuple[str, tuple[int, int] | None]:
+    """A path as an agent may cite it: the plain path and the cited lines, if any.
+
+    Strips surrounding space, a leading ``Source:`` and a trailing
+    ``#L<a>[-L<b>]`` anchor (returned as ``(a, b)``), so a citation works
+    wherever a path does.
+    """
+    path = text.strip()
+    if path.lower().startswith("source:"):
+        path = path[len("source:") :].strip()
+    anchor = _LINE_ANCHOR.search(path)
+    if anchor is None:
+        return path, None
+    start = int(anchor.group(1))
+    end = int(anchor.group(2)) if anchor.group(2) else start
+    return path[: anchor.start()], (min(start, end), max(start, end))
+
+
+# -- argument parsing -------------------------------------------------------------------
+
+
+def _string(args: Mapping[str, Any], name: str) -> str:
+    value = args.get(name)
+    if not isinstance(value, str):
+        raise InvalidInput(f"{name} must be a string")
+    return value
+
+
+def _number(args: Mapping[str, Any], name: str) -> float | None:
+    value = args.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise InvalidInput(f"{name} must be a finite number")
+    return float(value)
+
+
+def _count(args: Mapping[str, Any], name: str) -> int | None:
+    """A positive whole number; a float is floored (``6.0`` and ``6.7`` are 6)."""
+    value = _number(args, name)
+    if value is None:
+        return None
+    if value < 1:
+        raise InvalidInput(f"{name} must be at least 1")
+    return math.floor(value)
+
+
+def _strings(args: Mapping[str, Any], name: str) -> list[str]:
+    value = args.get(name)
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise InvalidInput(f"{name} must be a list of strings")
+    return value
+
+
+def _args(arguments: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    if arguments is None:
+        return {}
+    if not isinstance(arguments, Mapping):
+        raise InvalidInput("tool arguments must be a JSON object")
+    return arguments
+
+
+# -- the tools ----------------------------------------------------------------------------
+
+
+def memory_search(
+    service: MemoryService, arguments: Mapping[str, Any] | None, *, owner: str | None
+) -> dict[str, Any]:
+    """Hybrid search logged for feedback (see the module docstring for the shape).
+
+    Args:
+        service: The open service.
+        arguments: ``{query, maxResults?, minScore?}``; other fields are ignored
+            (OpenClaw's ``corpus`` among them: there is one corpus).
+        owner: The caller: its memories plus shared ones (None: every owner).
+
+    Returns:
+        The search answer, or ``{results: [], disabled: true, error}`` when the
+        store or the embedding model is unavailable.
+
+    Raises:
+        InvalidInput: no query, an empty one, or a number out of range.
+        TooLarge: a query over ``max_content_chars``.
+    """
+    args = _args(arguments)
+    query = _string(args, "query")
+    max_results = _count(args, "maxResults") or DEFAULT_MAX_RESULTS
+    min_score = _number(args, "minScore")
+    min_score = DEFAULT_MIN_SCORE if min_score is None else min_score
+    if not 0.0 <= min_score <= 1.0:
+        raise InvalidInput("minScore must be between 0 and 1")
+    k = min(max_results, service.settings.max_k)
+    try:
+        result = service.recall_with_feedback(
+            query, k=k, filters=SearchFilters(owner=owner), mode="hybrid", min_score=min_score
+        )
+    except (StoreUnavailable, EmbeddingError) as exc:
+        return {"results": [], "disabled": True, "error": exc.detail}
+    results: list[dict[str, Any]] = []
+    for hit in result.hits:
+        path = memory_path(hit.memory)
+        start, end = line_span(hit.memory)
+        results.append(
+            {
+                "path": path,
+                "startLine": start,
+                "endLine": end,
+                "score": min(1.0, max(0.0, float(hit.score))),
+                "snippet": hit.memory.content[:SNIPPET_MAX_CHARS],
+                "source": "memory",
+                "citation": citation(path, start, end),
+            }
+        )
+    answer: dict[str, Any] = {
+        "results": results,
+        "provider": PROVIDER,
+        "model": service.embedder.model_id,
+        "retrievalId": result.retrieval_id,
+    }
+    if result.fallback is not None:
+        answer["fallback"] = {
+            "from": "hybrid",
+            "reason": "too few memories for full-text search; ranked by embeddings alone",
+        }
+    return answer
+
+
+def memory_get(
+    service: MemoryService, arguments: Mapping[str, Any] | None, *, owner: str | None
+) -> dict[str, Any]:
+    """The text at a virtual path, optionally a line range of it.
+
+    Args:
+        arguments: ``{path, from?, lines?}``: ``from`` a 1-based line,
+            ``lines`` a count; floats are floored.
+        owner: The caller (None: every owner).
+
+    Returns:
+        ``{text, path}`` (``path`` as given); ``text`` is ``""`` for an
+        unknown or invisible path, or a range past the end.
+
+    Raises:
+        InvalidInput: no path, or ``from``/``lines`` below 1.
+    """
+    args = _args(arguments)
+    path = _string(args, "path")
+    first = _count(args, "from") or 1
+    count = _count(args, "lines")
+    lines = _lines_at(service, split_citation(path)[0], owner)
+    selected = lines[first - 1 : None if count is None else first - 1 + count]
+    return {"text": "\n".join(selected), "path": path}
+
+
+def _lines_at(service: MemoryService, path: str, owner: str | None) -> list[str]:
+    """Lines of the memory or document at ``path`` ([] when there is none)."""
+    match = _MEMORY_PATH.match(path)
+    if match is not None:
+        try:
+            return service.get(match.group(1).lower(), owner=owner).content.split("\n")
+        except NotFound:
+            pass  # maybe a document that happens to be named like a memory
+    if not path:
+        return []
+    chunks = service.list_memories(
+        SearchFilters(owner=owner, kinds=("chunk",), sources=(path,)), limit=MAX_DOCUMENT_CHUNKS
+    )
+    return document_lines(chunks, owner)
+
+
+def document_lines(chunks: Sequence[Memory], owner: str | None) -> list[str]:
+    """A document's lines reassembled from its chunks, 1-based line n at index n-1.
+
+    Only chunks with line metadata count. When several owners' chunks of the
+    path are visible, one owner's are used: the caller's own, else
+    ``shared``, else the first owner by name. Chunks are read in
+    ``chunk_index`` order and merged by line number: a line a chunk holds
+    whole (any line but its first and last) is taken as it is; a line only
+    held in pieces (chunks start or end inside it) is joined from its pieces
+    in chunk order, the words two pieces overlap on counted once. A chunk's first line lacks
+    its leading indentation unless another chunk holds the line whole; lines
+    no chunk covers (blank lines, headings without text) are empty.
+
+    Returns:
+        The lines; [] when no chunk has line metadata.
+    """
+    usable = [c for c in chunks if _line_metadata(c) is not None]
+    if not usable:
+        return []
+    owners = {c.owner for c in usable}
+    chosen = owner if owner in owners else SHARED_OWNER if SHARED_OWNER in owners else min(owners)
+    mine = sorted(
+        (c for c in usable if c.owner == chosen),
+        key=lambda c: (c.chunk_index if c.chunk_index is not None else 0, _line_metadata(c)),
+    )
+    whole: dict[int, str] = {}
+    parts: dict[int, list[str]] = {}  # pieces of lines chunks start or end inside, in order
+    last = 0
+    for chunk in mine:
+        span = _line_metadata(chunk)
+        assert span is not None  # filtered above
+        start, end = span
+        texts = chunk.content.split("\n")
+        if len(texts) != end - start + 1:
+            continue  # metadata that does not fit the content: skip rather than misplace
+        last = max(last, end)
+        for number, text in enumerate(texts, start):
+            if start < number < end:
+                whole.setdefault(number, text)
+            else:
+                parts.setdefault(number, []).append(text)
+    lines: list[str] = []
+    for number in range(1, last + 1):
+        if number in whole:
+            lines.append(whole[number])
+        else:
+            pieces = parts.get(number, [""])
+            line = pieces[0]
+            for piece in pieces[1:]:
+                line = _join(line, piece)
+            lines.append(line)
+    return lines
+
+
+def _join(left: str, right: str) -> str:
+    """Two pieces of one line, in order: the longest whole-word overlap of the end of
+    ``left`` with the start of ``right`` counted once; without one, joined by a space."""
+    if not right or right in left:
+        return left
+    if not left or left.strip() in right and right.startswith(left.strip()):
+        return left[: len(left) - len(left.lstrip())] + right
+    for size in range(min(len(left), len(right)), 0, -1):
+        if (
+            left.endswith(right[:size])
+            and (size == len(right) or right[size].isspace())
+            and (size == len(left) or left[-size - 1].isspace())
+        ):
+            return left + right[size:]
+    return f"{left} {right}"
+
+
+def memory_feedback(
+    service: MemoryService, arguments: Mapping[str, Any] | None, *, owner: str | None
+) -> dict[str, Any]:
+    """Report which results of a ``memory_search`` the agent used, by path.
+
+    Every result of the retrieval whose path is in ``usedPaths`` counts as
+    used (a document path covers all its chunks among the results); the other
+    results count as retrieved but unused. Paths that name no result of the
+    retrieval are ignored and listed in ``ignoredPaths``, unless none of the
+    given paths matches: then nothing is recorded and the call is an error,
+    so that a wrong path is not taken for "nothing was useful". ``usedPaths:
+    []`` records that nothing was useful. Citations (``Source: p#L1-L2``) are
+    accepted as paths; for a document path cited with lines, only the results
+    whose lines overlap them count (all results of the path when none does).
+
+    Args:
+        arguments: ``{retrievalId, usedPaths}``.
+        owner: The caller (None: any retrieval).
+
+    Returns:
+        ``{retrievalId, usedPaths, ignoredPaths, usedIds, duplicate, anchorsCreated}``.
+
+    Raises:
+        NotFound: unknown ``retrievalId`` (or another owner's).
+        InvalidInput: bad arguments, or paths given and none among the results.
+        Conflict: the retrieval already has feedback naming other memories.
+    """
+    args = _args(arguments)
+    retrieval_id = _string(args, "retrievalId")
+    given = _strings(args, "usedPaths")
+    event = service.retrieval(retrieval_id, owner=owner)
+    memories = service.get_many(event.result_ids, owner=owner)
+    by_path: dict[str, list[Memory]] = {}
+    for memory_id in event.result_ids:
+        if memory_id in memories:
+            by_path.setdefault(memory_path(memories[memory_id]), []).append(memories[memory_id])
+    used_paths: list[str] = []
+    ignored: list[str] = []
+    used_ids: list[str] = []
+    for raw in given:
+        path, span = split_citation(raw)
+        if path not in by_path:
+            ignored.append(path)
+            continue
+        used_paths.append(path)
+        used_ids += [m.memory_id for m in _cited(by_path[path], span)]
+    if given and not used_paths:
+        raise InvalidInput(
+            f"none of the paths {given} is among the results of retrieval {retrieval_id}"
+        )
+    used_ids = list(dict.fromkeys(used_ids))
+    result = service.record_usage_feedback(retrieval_id, used_ids, owner=owner)
+    return {
+        "retrievalId": retrieval_id,
+        "usedPaths": list(dict.fromkeys(used_paths)),
+        "ignoredPaths": list(dict.fromkeys(ignored)),
+        "usedIds": list(result.used),
+        "duplicate": result.duplicate,
+        "anchorsCreated": result.anchors_created,
+    }
+
+
+def _cited(hits: Sequence[Memory], span: tuple[int, int] | None) -> list[Memory]:
+    """The hits a citation names: those whose lines overlap ``span`` (all without one,
+    or when none overlaps)."""
+    if span is None:
+        return list(hits)
+    overlapping = [m for m in hits if line_span(m)[0] <= span[1] and span[0] <= line_span(m)[1]]
+    return overlapping or list(hits)
+
+
+def capture_answer(memory_id: str, status: str, near_duplicate_of: str | None) -> dict[str, Any]:
+    """The ``memory_capture`` answer for a stored (or already stored) memory."""
+    return {
+        "memoryId": memory_id,
+        "path": f"{MEMORY_DIR}{memory_id}.md",
+        "status": status,
+        "nearDuplicateOf": near_duplicate_of,
+    }
+
+
+def memory_capture(
+    service: MemoryService, arguments: Mapping[str, Any] | None, *, owner: str | None
+) -> dict[str, Any]:
+    """Store a fact for the caller (idempotent: the same text twice is stored once).
+
+    Args:
+        arguments: ``{content, tags?, source?}``.
+        owner: The memory's owner (None: ``shared``).
+
+    Returns:
+        ``{memoryId, path, status ("created" | "exists"), nearDuplicateOf}``.
+
+    Raises:
+        InvalidInput: empty content or a bad tag. TooLarge: content over
+        ``max_content_chars``. StoreUnavailable / EmbeddingError: not stored.
+    """
+    args = _args(arguments)
+    content = _string(args, "content")
+    tags = tuple(_strings(args, "tags"))
+    source = args.get("source")
+    if source is not None and not isinstance(source, str):
+        raise InvalidInput("source must be a string")
+    item = MemoryInput(content=content, owner=owner or SHARED_OWNER, tags=tags, source=source)
+    result = service.capture(item)
+    return capture_answer(result.memory.memory_id, result.status, result.near_duplicate_of)
+
+
+_TOOLS: dict[str, Callable[..., dict[str, Any]]] = {
+    "memory_search": memory_search,
+    "memory_get": memory_get,
+    "memory_feedback": memory_feedback,
+    "memory_capture": memory_capture,
+}
+
+
+def call_tool(
+    service: MemoryService,
+    name: str,
+    arguments: Mapping[str, Any] | None,
+    *,
+    owner: str | None,
+) -> dict[str, Any]:
+    """Run the tool ``name`` (one of :data:`TOOL_NAMES`) for ``owner``.
+
+    Raises:
+        InvalidInput: an unknown tool; otherwise what the tool raises.
+    """
+    tool = _TOOLS.get(name)
+    if tool is None:
+        raise InvalidInput(f"unknown tool {name!r}; known: {', '.join(TOOL_NAMES)}")
+    return tool(service, arguments, owner=owner)
