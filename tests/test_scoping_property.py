@@ -4,7 +4,8 @@ Random sequences of operations by three owners (each with its own key) and an
 admin run against one app with ``auth=required``: captures (private or
 shared), searches and recalls, feedback rounds that fill the query cache,
 weights and anchors, manual anchors, relations, neighbour walks, reads,
-updates and deletes. After every response to a non-admin key, no id and no
+updates and deletes, the agent tools (search, get, feedback), the
+knowledge-graph context and export. After every response to a non-admin key, no id and no
 content marker of a memory private to another owner may appear in it, and
 every route given such an id answers 404.
 """
@@ -48,6 +49,9 @@ operation = st.one_of(
     st.tuples(st.just("capture"), owner, st.integers(0, len(FACTS) - 1), st.booleans()),
     st.tuples(st.just("search"), owner, question, st.sampled_from(["hybrid", "vector", "text"])),
     st.tuples(st.just("train"), owner, question),
+    st.tuples(st.just("tools"), owner, question),
+    st.tuples(st.just("context"), owner, question),
+    st.tuples(st.just("export"), owner),
     st.tuples(st.just("probe"), owner, pick),
     st.tuples(st.just("relate"), owner, pick, pick),
     st.tuples(st.just("anchor"), owner, pick, question),
@@ -116,6 +120,20 @@ def _run(world: World, op: tuple[Any, ...]) -> None:
                 json={"retrieval_id": found["retrieval_id"], "used_ids": used},
             )
         world.call(caller, "GET", "/v1/stats/retrieval")
+    elif kind == "tools":  # the OpenClaw memory slot: search, read every path, feedback
+        found = world.call(
+            caller, "POST", "/v1/tools/memory_search", json={"query": QUESTIONS[op[2]]}
+        ).json()
+        for result in found["results"]:
+            world.call(caller, "POST", "/v1/tools/memory_get", json={"path": result["path"]})
+        used = [result["path"] for result in found["results"][:1]]
+        body = {"retrievalId": found["retrievalId"], "usedPaths": used}
+        world.call(caller, "POST", "/v1/tools/memory_feedback", json=body)
+    elif kind == "context":
+        body = {"prompt": QUESTIONS[op[2]], "agent_id": caller, "min_score": 0.0}
+        world.call(caller, "POST", "/v1/context", json=body)
+    elif kind == "export":
+        world.call(caller, "GET", "/v1/export")
     elif (target := world.memory(op[2])) is not None:
         memory_id, holder, _ = target
         expected = 200 if world.visible(caller, holder) else 404
@@ -123,6 +141,9 @@ def _run(world: World, op: tuple[Any, ...]) -> None:
             for path in ("", "/relations", "/neighbors?steps=2", "/anchors"):
                 response = world.call(caller, "GET", f"/v1/memories/{memory_id}{path}")
                 assert response.status_code == expected, (caller, path, response.text)
+            body = {"path": f"memory/{memory_id}.md"}
+            read = world.call(caller, "POST", "/v1/tools/memory_get", json=body).json()
+            assert bool(read["text"]) == (expected == 200)
         elif kind == "relate" and (other := world.memory(op[3])) is not None:
             if other[0] != memory_id:
                 body = {"source_id": memory_id, "target_id": other[0], "type": "related"}
@@ -168,5 +189,8 @@ def test_no_key_ever_sees_another_owners_private_memory(
                 _run(world, ("capture", name, 3, True))
             for op in operations:
                 _run(world, op)
-            for name in OWNERS:  # every learned path once more, after all that happened
+            for name in OWNERS:  # after all that happened: every read path, every memory
                 _run(world, ("search", name, 0, "hybrid"))
+                _run(world, ("tools", name, 0))
+                for index in range(len(world.memories)):
+                    _run(world, ("probe", name, index))
