@@ -24,6 +24,7 @@ from tribal_memory.learned import forget_learned
 from tribal_memory.learned.feedback import RetrievalEvent
 from tribal_memory.learned.layer import Retriever, event_results, scope_of
 from tribal_memory.learned.stats import Bucket, RetrievalStats, retrieval_stats
+from tribal_memory.maintenance import ConsistencyReport, check_consistency, prune_orphans
 from tribal_memory.models import (
     MEMORY_KINDS,
     Anchor,
@@ -95,6 +96,10 @@ class MemoryService:
         self.keys = ApiKeys(self.db)
         self.retriever = Retriever(settings, self.db, self.store, self.embedder)
         self._capture_lock = threading.Lock()
+        # Held by delete and by every write that checks a memory exists and then
+        # stores a row pointing at it (relate, feedback, anchors), so a concurrent
+        # delete cannot slip in between and leave that row orphaned.
+        self._references_lock = threading.RLock()
 
     def close(self) -> None:
         """Release database connections. The service is unusable afterwards."""
@@ -378,10 +383,11 @@ class MemoryService:
         Raises:
             NotFound: no such memory visible to ``owner``.
         """
-        self.get(memory_id, owner=owner)
-        self.store.delete([memory_id])
-        self.graph.forget(memory_id)
-        forget_learned(self.db, [memory_id])
+        with self._references_lock:
+            self.get(memory_id, owner=owner)
+            self.store.delete([memory_id])
+            self.graph.forget(memory_id)
+            forget_learned(self.db, [memory_id])
 
     # -- retrieval --------------------------------------------------------------
 
@@ -518,7 +524,8 @@ class MemoryService:
             InvalidInput: a used id that was not among that retrieval's hits.
             Conflict: the retrieval already has feedback with other ids.
         """
-        return self.retriever.record_usage(retrieval_id, used_ids, owner=owner)
+        with self._references_lock:
+            return self.retriever.record_usage(retrieval_id, used_ids, owner=owner)
 
     def retrieval(self, retrieval_id: str, *, owner: str | None = None) -> RetrievalEvent:
         """The logged retrieval ``retrieval_id`` (its query, hits and any feedback).
@@ -538,8 +545,9 @@ class MemoryService:
             NotFound: no such memory visible to ``owner``.
             InvalidInput: empty or over-long anchor text.
         """
-        self.get(memory_id, owner=owner)
-        return self.retriever.anchors.add(memory_id, text)
+        with self._references_lock:
+            self.get(memory_id, owner=owner)
+            return self.retriever.anchors.add(memory_id, text)
 
     def anchors(self, memory_id: str, *, owner: str | None = None) -> list[Anchor]:
         """Anchors of a memory, active and pending, most used first.
@@ -623,9 +631,10 @@ class MemoryService:
         """
         if source_id == target_id:
             raise InvalidInput("a memory cannot be related to itself")
-        self.get(source_id, owner=owner)
-        self.get(target_id, owner=owner)
-        return self.graph.relate(source_id, target_id, type, weight)
+        with self._references_lock:
+            self.get(source_id, owner=owner)
+            self.get(target_id, owner=owner)
+            return self.graph.relate(source_id, target_id, type, weight)
 
     def unrelate(
         self, source_id: str, target_id: str, type: str, *, owner: str | None = None
@@ -745,6 +754,26 @@ class MemoryService:
     def optimize(self) -> None:
         """Fold new rows into the indexes and drop old versions (see the store)."""
         self.store.optimize()
+
+    def check_consistency(self, *, repair: bool = False) -> ConsistencyReport:
+        """Unique memory ids, and no SQL row pointing at a missing memory.
+
+        See :func:`tribal_memory.maintenance.check_consistency`.
+
+        Args:
+            repair: First delete SQL rows that point at missing memories
+                (duplicate LanceDB ids are reported, never changed).
+
+        Returns:
+            The report after any repair; ``report.ok`` for a consistent store.
+
+        Raises:
+            StoreUnavailable: either store cannot be read or written.
+        """
+        with self._references_lock:
+            if repair:
+                prune_orphans(self.db, set(self.store.memory_ids()))
+            return check_consistency(self)
 
 
 def _visible(memory: Memory, owner: str | None) -> bool:

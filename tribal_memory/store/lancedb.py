@@ -422,6 +422,16 @@ class LanceMemoryStore:
                 memories = [_to_memory(row) for row in batch.select(list(_COLUMNS)).to_pylist()]
                 yield memories, vectors
 
+    def memory_ids(self) -> list[str]:
+        """Every row's ``memory_id`` at the current table version, repeats kept (a check).
+
+        Raises:
+            StoreUnavailable: the read failed.
+        """
+        with _translated("read"):
+            table = self._table.search().select(["memory_id"]).limit(None).to_arrow()
+        return [str(value) for value in table.column("memory_id").to_pylist()]
+
     def group_counts(self, column: str) -> dict[str, int]:
         """Memories per distinct value of ``column`` (``owner`` or ``kind``)."""
         if column not in ("owner", "kind"):

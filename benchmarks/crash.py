@@ -1,0 +1,308 @@
+"""Crash test: kill -9 a real server during a batch-capture load, restart, count losses.
+
+Each round starts ``tribal-memory serve`` (127.0.0.1, a free port, one temp
+data dir kept across rounds), drives ``POST /v1/memories/batch`` from client
+threads while another thread searches with feedback and relates memories
+(so the learned tables and relations have rows), and sends SIGKILL at a
+random moment. A write counts as acknowledged once its 2xx response arrived.
+Before the next round the store is opened in-process and checked:
+
+- every acknowledged memory id is readable, and a sample of them (all of the
+  last round, up to ``--search-sample``) is found by searching its own text;
+- :func:`tribal_memory.maintenance.check_consistency` passes (unique ids, no
+  relation, cache entry, weight or anchor pointing at a missing memory);
+- the store opened without repair (a failed open or check counts as a
+  restart needing repair; ``check --repair`` is then run so the test goes on).
+
+Usage::
+
+    python benchmarks/crash.py --kills 20 --out benchmarks/results/crash.json
+
+Exit status 0 when no acknowledged write was lost and no restart needed repair.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from tribal_memory.config import Settings
+from tribal_memory.embeddings.base import Embedder
+from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
+from tribal_memory.errors import TribalError
+from tribal_memory.service import MemoryService
+
+STARTUP_TIMEOUT_S = 90.0
+WORDS = (
+    "amber basalt cobalt dune ember fjord granite harbor indigo juniper kelp lagoon meadow "
+    "nectar obsidian prairie quartz reef sierra tundra umber valley willow xenon yarrow zephyr"
+).split()
+
+
+@dataclass
+class Report:
+    """What ``crash.json`` holds (counts of writes are memories, not requests)."""
+
+    kills: int = 0
+    acknowledged_writes: int = 0
+    lost_acknowledged_writes: int = 0
+    searched: int = 0
+    not_found_by_search: int = 0
+    restarts_needing_repair: int = 0
+    inconsistent_checks: int = 0
+    feedback_calls: int = 0
+    relations: int = 0
+    seconds: float = 0.0
+    settings: dict[str, Any] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _start(data_dir: Path, log: Path) -> tuple[subprocess.Popen[bytes], str]:
+    port = _free_port()
+    env = {**os.environ, "TRIBAL_AUTH": "off"}
+    command = [
+        sys.executable,
+        "-m",
+        "tribal_memory",
+        "serve",
+        "--data-dir",
+        str(data_dir),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+    ]
+    with log.open("ab") as out:
+        process = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + STARTUP_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"server exited with {process.returncode}; see {log}")
+        try:
+            if httpx.get(f"{base}/health", timeout=2.0).status_code == 200:
+                return process, base
+        except httpx.TransportError:
+            pass
+        time.sleep(0.1)
+    process.kill()
+    process.wait()
+    raise RuntimeError(f"server not up after {STARTUP_TIMEOUT_S} s; see {log}")
+
+
+class Load:
+    """Client threads writing batches, plus one thread searching, giving feedback, relating."""
+
+    def __init__(self, base: str, round_no: int, clients: int, batch: int, seed: int) -> None:
+        self.base = base
+        self.round_no = round_no
+        self.clients = clients
+        self.batch = batch
+        self.rng = random.Random(seed)
+        self.stop = threading.Event()
+        self.lock = threading.Lock()
+        self.acked: dict[str, str] = {}  # memory id -> content
+        self.first_ack = threading.Event()
+        self.feedback_calls = 0
+        self.relations = 0
+        self.server_errors: list[str] = []
+
+    def _content(self, client: int, seq: int, item: int) -> str:
+        rng = random.Random(f"{self.round_no}-{client}-{seq}-{item}")
+        words = " ".join(rng.choice(WORDS) for _ in range(6))
+        return f"round {self.round_no} client {client} batch {seq} item {item}: {words}"
+
+    def writer(self, client: int) -> None:
+        with httpx.Client(base_url=self.base, timeout=30.0) as http:
+            seq = 0
+            while not self.stop.is_set():
+                contents = [self._content(client, seq, i) for i in range(self.batch)]
+                body = {"memories": [{"content": c, "owner": f"agent-{client}"} for c in contents]}
+                try:
+                    response = http.post("/v1/memories/batch", json=body)
+                except httpx.TransportError:
+                    return  # the server is gone: the batch was not acknowledged
+                if response.status_code >= 500:
+                    self.server_errors.append(f"{response.status_code} {response.text[:200]}")
+                if 200 <= response.status_code < 300:
+                    results = response.json()["results"]
+                    with self.lock:
+                        for content, result in zip(contents, results, strict=True):
+                            self.acked[result["memory"]["memory_id"]] = content
+                    self.first_ack.set()
+                seq += 1
+
+    def learner(self) -> None:
+        with httpx.Client(base_url=self.base, timeout=30.0) as http:
+            while not self.stop.is_set():
+                with self.lock:
+                    known = list(self.acked.items())
+                if len(known) < 2:
+                    time.sleep(0.05)
+                    continue
+                (a, text), (b, _) = self.rng.sample(known, 2)
+                try:
+                    found = http.post(
+                        "/v1/search", json={"query": text, "k": 3, "feedback": True}
+                    )
+                    if found.status_code == 200 and found.json()["hits"]:
+                        body = found.json()
+                        used = [body["hits"][0]["memory_id"]]
+                        answer = http.post(
+                            "/v1/feedback",
+                            json={"retrieval_id": body["retrieval_id"], "used_ids": used},
+                        )
+                        self.feedback_calls += answer.status_code == 200
+                    related = http.post(
+                        "/v1/relations", json={"source_id": a, "target_id": b, "type": "near"}
+                    )
+                    self.relations += 200 <= related.status_code < 300
+                    for response in (found, related):
+                        if response.status_code >= 500:
+                            self.server_errors.append(f"{response.status_code} {response.text}")
+                except httpx.TransportError:
+                    return
+
+
+def _verify(
+    settings: Settings,
+    embedder: Embedder,
+    acked: dict[str, str],
+    recent: dict[str, str],
+    sample: int,
+    report: Report,
+    rng: random.Random,
+) -> None:
+    """Open the store (no server running) and check every acknowledged id and consistency."""
+    try:
+        service = MemoryService(settings, embedder=embedder)
+    except TribalError as exc:
+        report.restarts_needing_repair += 1
+        report.problems.append(f"store did not open: {exc.detail}")
+        return
+    with service:
+        found = service.get_many(list(acked))
+        lost = [i for i in acked if i not in found]
+        report.lost_acknowledged_writes = len(lost)
+        if lost:
+            report.problems.append(f"lost acknowledged ids (first 5): {lost[:5]}")
+        for memory_id in rng.sample(sorted(recent), min(sample, len(recent))):
+            report.searched += 1
+            hits = service.search(recent[memory_id], k=5, learned=None).hits
+            if memory_id not in {hit.memory.memory_id for hit in hits}:
+                report.not_found_by_search += 1
+                report.problems.append(f"{memory_id} not found by searching its own text")
+        consistency = service.check_consistency()
+        if not consistency.ok:
+            report.inconsistent_checks += 1
+            report.restarts_needing_repair += 1
+            report.problems.append(f"inconsistent: {consistency.as_dict()}")
+            service.check_consistency(repair=True)
+
+
+def run(
+    kills: int,
+    *,
+    clients: int = 3,
+    batch: int = 8,
+    min_s: float = 0.3,
+    max_s: float = 2.5,
+    search_sample: int = 20,
+    seed: int = 7,
+    data_dir: Path | None = None,
+    embedder: Embedder | None = None,
+) -> Report:
+    """Run ``kills`` kill -9 rounds against one data dir and return the report.
+
+    Args:
+        kills: Rounds; each ends with SIGKILL at a uniform random time in
+            [min_s, max_s] seconds after the first acknowledged batch.
+        clients: Writer threads, each posting ``batch`` memories per request.
+        search_sample: Acknowledged memories of each round searched for by their text.
+        seed: Seeds the kill times, the sampled searches and the learner.
+        data_dir: Where the store lives (default: a temp dir, removed afterwards).
+        embedder: Model for the in-process checks (default: the packaged one).
+    """
+    rng = random.Random(seed)
+    embedder = embedder or FastEmbedEmbedder()
+    report = Report(
+        settings={"kills": kills, "clients": clients, "batch": batch, "kill_window_s": [min_s, max_s]}
+    )
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="tribal-crash-") as tmp:
+        root = data_dir or Path(tmp) / "data"
+        settings = Settings(data_dir=root)
+        log = Path(tmp) / "server.log"
+        acked: dict[str, str] = {}
+        for round_no in range(kills):
+            try:
+                process, base = _start(root, log)
+            except RuntimeError as exc:
+                report.restarts_needing_repair += 1
+                report.problems.append(f"round {round_no}: {exc}: {log.read_text()[-500:]}")
+                break
+            load = Load(base, round_no, clients, batch, seed + round_no)
+            threads = [threading.Thread(target=load.writer, args=(c,)) for c in range(clients)]
+            threads.append(threading.Thread(target=load.learner))
+            for thread in threads:
+                thread.start()
+            load.first_ack.wait(timeout=60)
+            time.sleep(rng.uniform(min_s, max_s))
+            process.send_signal(signal.SIGKILL)
+            process.wait()
+            load.stop.set()
+            for thread in threads:
+                thread.join(timeout=60)
+            report.kills += 1
+            report.feedback_calls += load.feedback_calls
+            report.relations += load.relations
+            report.problems.extend(load.server_errors)
+            acked.update(load.acked)
+            report.acknowledged_writes = len(acked)
+            _verify(settings, embedder, acked, load.acked, search_sample, report, rng)
+    report.seconds = round(time.monotonic() - started, 1)
+    return report
+
+
+def main() -> None:
+    """Command line: run the rounds, print the JSON report, write it with ``--out``."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--kills", type=int, default=20)
+    parser.add_argument("--clients", type=int, default=3)
+    parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args()
+    report = run(args.kills, clients=args.clients, batch=args.batch, seed=args.seed)
+    text = json.dumps(asdict(report), indent=2)
+    print(text)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text + "\n")
+    failed = report.lost_acknowledged_writes or report.restarts_needing_repair
+    sys.exit(1 if failed or report.kills < args.kills else 0)
+
+
+if __name__ == "__main__":
+    main()
