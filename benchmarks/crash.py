@@ -48,9 +48,10 @@ from tribal_memory.service import MemoryService
 
 STARTUP_TIMEOUT_S = 90.0
 WORDS = (
-    "amber basalt cobalt dune ember fjord granite harbor indigo juniper kelp lagoon meadow "
-    "nectar obsidian prairie quartz reef sierra tundra umber valley willow xenon yarrow zephyr"
-).split()
+    *("amber", "basalt", "cobalt", "dune", "ember", "fjord", "granite", "harbor", "indigo"),
+    *("juniper", "kelp", "lagoon", "meadow", "nectar", "obsidian", "prairie", "quartz"),
+    *("reef", "sierra", "tundra", "umber", "valley", "willow", "xenon", "yarrow", "zephyr"),
+)
 
 
 @dataclass
@@ -163,9 +164,7 @@ class Load:
                     continue
                 (a, text), (b, _) = self.rng.sample(known, 2)
                 try:
-                    found = http.post(
-                        "/v1/search", json={"query": text, "k": 3, "feedback": True}
-                    )
+                    found = http.post("/v1/search", json={"query": text, "k": 3, "feedback": True})
                     if found.status_code == 200 and found.json()["hits"]:
                         body = found.json()
                         used = [body["hits"][0]["memory_id"]]
@@ -247,7 +246,12 @@ def run(
     rng = random.Random(seed)
     embedder = embedder or FastEmbedEmbedder()
     report = Report(
-        settings={"kills": kills, "clients": clients, "batch": batch, "kill_window_s": [min_s, max_s]}
+        settings={
+            "kills": kills,
+            "clients": clients,
+            "batch": batch,
+            "kill_window_s": [min_s, max_s],
+        }
     )
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="tribal-crash-") as tmp:

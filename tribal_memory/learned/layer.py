@@ -175,7 +175,10 @@ class Retriever:
             )
         key = query_key(event.query)
         scores = {str(r["id"]): float(r["score"]) for r in event.results}
-        memories = self._store.get(used)
+        penalised = [i for i in results[: self.settings.feedback_penalty_depth] if i in unused]
+        # Memories deleted since the retrieval are neither reinforced nor penalised:
+        # a weight row for them would point at nothing.
+        memories = self._store.get([*used, *penalised])
         used_memories = [(memories[i], scores[i]) for i in used if i in memories]
         self.cache.record(
             event.owner,
@@ -185,8 +188,13 @@ class Retriever:
             used_memories,
             now=now,
         )
-        penalised = [i for i in results[: self.settings.feedback_penalty_depth] if i in unused]
-        self.feedback.reinforce(event.owner, key, used, penalised, now)
+        self.feedback.reinforce(
+            event.owner,
+            key,
+            [i for i in used if i in memories],
+            [i for i in penalised if i in memories],
+            now,
+        )
         self.expansions.learn(event.owner, key, event.query, [m.content for m, _ in used_memories])
         created = sum(self.anchors.reinforce(m.memory_id, event.query) for m, _ in used_memories)
         return replace(outcome, anchors_created=created)
