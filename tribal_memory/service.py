@@ -8,6 +8,7 @@ memories. The core is synchronous; the HTTP layer runs it in worker threads.
 from __future__ import annotations
 
 import dataclasses
+import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
@@ -74,6 +75,8 @@ class MemoryService:
             settings.data_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise StoreUnavailable(f"cannot create data dir {settings.data_dir}: {exc}") from exc
+        if not os.access(settings.data_dir, os.W_OK):
+            raise StoreUnavailable(f"data dir {settings.data_dir} is not writable")
         self.embedder = embedder or FastEmbedEmbedder(
             settings.embedding_model,
             threads=settings.embedding_threads,
