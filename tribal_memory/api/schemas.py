@@ -26,6 +26,8 @@ from tribal_memory.models import (
 AwareDatetime = Annotated[datetime, msgspec.Meta(tz=True)]
 """A datetime that must carry a timezone (naive times are ambiguous)."""
 Score = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
+ChunkIndex = Annotated[int, msgspec.Meta(ge=0, le=2**31 - 1)]
+"""Position of a chunk in its document; stored as a 32-bit integer."""
 
 
 class _Request(msgspec.Struct, forbid_unknown_fields=True):
@@ -59,7 +61,7 @@ class CaptureRequest(_Request):
     tags: list[str] = msgspec.field(default_factory=list)
     source: str | None = None
     doc_id: str | None = None
-    chunk_index: int | None = None
+    chunk_index: ChunkIndex | None = None
     parent_id: str | None = None
     event_time: AwareDatetime | None = None
     metadata: dict[str, Any] = msgspec.field(default_factory=dict)

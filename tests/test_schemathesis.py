@@ -1,0 +1,113 @@
+"""Generated requests (schemathesis) against every operation of the OpenAPI schema.
+
+A real server (uvicorn in a thread, 127.0.0.1, a free port) over a temp data
+dir; each operation gets up to ``EXAMPLES`` generated cases, valid and
+invalid. No answer may be a 5xx, and every error must have the documented
+shape ``{"error", "detail", "status"}``.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+import schemathesis
+import uvicorn
+from hypothesis import HealthCheck, settings
+
+from tribal_memory.api import create_app
+from tribal_memory.config import Settings
+from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
+
+EXAMPLES = 40
+"""Generated cases per operation (about 30 operations: over 1,000 in all)."""
+CASES: list[str] = []
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@pytest.fixture(scope="module")
+def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    data: Path = tmp_path_factory.mktemp("schemathesis") / "data"
+    port = _free_port()
+    app = create_app(
+        Settings(data_dir=data, auth="off", max_request_bytes=64 * 1024),
+        embedder=FastEmbedEmbedder(),
+    )
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{url}/health", timeout=2).status_code == 200:
+                break
+        except httpx.TransportError:
+            time.sleep(0.1)
+    httpx.post(f"{url}/v1/memories", json={"content": "The printer is on floor 3"})
+    yield url
+    server.should_exit = True
+    thread.join(timeout=30)
+
+
+def _openapi() -> dict[str, object]:
+    # Building the app does not open the service: its schema needs no data dir.
+    app = create_app(Settings(data_dir=Path("/nonexistent"), auth="off"))
+    document: dict[str, object] = app.openapi_schema.to_schema()
+    return document
+
+
+@schemathesis.serializer("application/x-ndjson")
+def _ndjson(_ctx: schemathesis.SerializationContext, value: object) -> dict[str, bytes]:
+    """Import bodies: generated values as JSON lines (bytes and text as they are)."""
+    if isinstance(value, bytes):
+        return {"data": value}
+    if isinstance(value, str):
+        return {"data": value.encode()}
+    items = value if isinstance(value, list) else [value]
+    return {"data": "".join(json.dumps(item) + "\n" for item in items).encode()}
+
+
+schema = schemathesis.openapi.from_dict(_openapi())
+
+
+@pytest.mark.slow
+@schema.parametrize()
+@settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+    database=None,
+)
+def test_no_5xx_and_errors_in_the_documented_shape(case: schemathesis.Case, base_url: str) -> None:
+    response = case.call(base_url=base_url, timeout=30)
+    CASES.append(case.operation.label)
+    where = f"{case.method} {case.formatted_path} -> {response.status_code}: {response.text[:300]}"
+    assert response.status_code < 500, where
+    if response.status_code >= 400:
+        body = response.json()
+        assert set(body) == {"error", "detail", "status"}, where
+        assert body["status"] == response.status_code, where
+        assert isinstance(body["error"], str) and isinstance(body["detail"], str), where
+
+
+@pytest.mark.slow
+def test_over_a_thousand_cases_ran() -> None:
+    """Runs after the generated cases (file order); counts them when all operations ran."""
+    operations = set(CASES)
+    if len(operations) < len(list(schema.get_all_operations())):
+        pytest.skip("only part of the generated tests ran (-k or -x)")
+    print(f"schemathesis: {len(CASES)} cases over {len(operations)} operations")
+    assert len(CASES) >= 1000
