@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Literal
 
 import platformdirs
-from pydantic import Field
+from pydantic import Field, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from tribal_memory.models import LearnedParts
@@ -61,6 +61,15 @@ class Settings(BaseSettings):
     """Largest ``k`` a recall or search may ask for (larger: HTTP 413)."""
     max_request_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
     """Largest HTTP request body, in bytes (larger: HTTP 413)."""
+
+    chunk_tokens: int = Field(default=512, ge=16, le=8192)
+    """Most tokens in a document chunk (the embedding model's tokenizer, special tokens not
+    counted). The default model embeds only the first 254 tokens of a text; BM25 indexes all."""
+    chunk_overlap_tokens: int = Field(default=20, ge=0)
+    """Most tokens a document chunk repeats from the end of the chunk before it
+    (below ``chunk_tokens``)."""
+    max_document_bytes: int = Field(default=64 * 1024 * 1024, ge=1)
+    """Largest document accepted for ingest, in bytes (larger: HTTP 413, skipped by the CLI)."""
 
     fusion: Literal["weighted", "rrf"] = "weighted"
     """How hybrid search fuses vector and BM25 results."""
@@ -140,6 +149,14 @@ class Settings(BaseSettings):
     """Bearer token for ``llm_url``, if it needs one."""
     llm_timeout_s: float = Field(default=2.0, gt=0.0)
     """Longest wait for LLM variants, in seconds; later answers are dropped."""
+
+    @field_validator("chunk_overlap_tokens")
+    @classmethod
+    def _overlap_below_chunk(cls, value: int, info: ValidationInfo) -> int:
+        chunk = info.data.get("chunk_tokens")
+        if chunk is not None and value >= chunk:
+            raise ValueError(f"must be below chunk_tokens ({chunk})")
+        return value
 
     @property
     def learned_parts(self) -> LearnedParts:
