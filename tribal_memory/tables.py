@@ -143,6 +143,9 @@ class ApiKeyRow(Base):
 class DocumentRow(Base):
     """An ingested document: one row per (owner, path).
 
+    ``content_hash``: SHA-256 (hex) of the bytes last ingested; ``chunking``:
+    the chunker version and chunk sizes they were cut with (``v1:512/20``).
+
     ``chunks`` lists the document's chunk memories in order, each
     ``{"memory_id": str, "parent_id": str | None, "metadata": {...}}``: the
     id plus the fields that place the chunk in this document (its index is its
@@ -157,6 +160,7 @@ class DocumentRow(Base):
     path: Mapped[str] = mapped_column(String(1024), primary_key=True)
     doc_id: Mapped[str] = mapped_column(String(64))
     content_hash: Mapped[str] = mapped_column(String(64))
+    chunking: Mapped[str] = mapped_column(String(64))
     format: Mapped[str] = mapped_column(String(16))
     chunks: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)
     byte_size: Mapped[int] = mapped_column(Integer)

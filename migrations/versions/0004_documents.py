@@ -25,6 +25,7 @@ def upgrade() -> None:
         sa.Column("path", sa.String(1024), nullable=False),
         sa.Column("doc_id", sa.String(64), nullable=False),
         sa.Column("content_hash", sa.String(64), nullable=False),
+        sa.Column("chunking", sa.String(64), nullable=False),
         sa.Column("format", sa.String(16), nullable=False),
         sa.Column("chunks", sa.JSON(), nullable=False),
         sa.Column("byte_size", sa.Integer(), nullable=False),

@@ -172,17 +172,17 @@ def _units(lines: list[str], max_tokens: int) -> list[list[_Unit]]:
         while position < len(words) - 1 and words[position + 1][3] <= token_start:
             position += 1
         if words:
-            line, start, _end, absolute = words[position]
-            starts[position].append(token_start - absolute + start)
+            _, word_start, _, absolute = words[position]
+            starts[position].append(token_start - absolute + word_start)
     by_line: list[list[_Unit]] = [[] for _ in lines]
-    for (line, start, end, _), token_starts in zip(words, starts, strict=True):
+    for (number, start, end, _), token_starts in zip(words, starts, strict=True):
         if len(token_starts) <= max_tokens:
-            by_line[line].append(_Unit(line, start, end, len(token_starts)))
+            by_line[number].append(_Unit(number, start, end, len(token_starts)))
             continue
         cuts = [start, *token_starts[max_tokens::max_tokens], end]
         for n, (piece_start, piece_end) in enumerate(zip(cuts, cuts[1:], strict=False)):
             tokens = min(max_tokens, len(token_starts) - n * max_tokens)
-            by_line[line].append(_Unit(line, piece_start, piece_end, tokens))
+            by_line[number].append(_Unit(number, piece_start, piece_end, tokens))
     return by_line
 
 

@@ -220,9 +220,7 @@ def document_lines(source: str, data: bytes) -> tuple[DocumentFormat, list[str],
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise InvalidInput(
-            f"{source} is not UTF-8 text: {exc.reason} at byte {exc.start}"
-        ) from exc
+        raise InvalidInput(f"{source} is not UTF-8 text: {exc.reason} at byte {exc.start}") from exc
     return fmt, text.splitlines(), []
 
 
