@@ -23,6 +23,7 @@ def _search(service: MemoryService, data: RecallRequest, mode: SearchMode) -> Se
         mode=mode,
         min_score=data.min_score,
         learned=data.learned_parts(),
+        context=data.context,
     )
     return search_out(result)
 
