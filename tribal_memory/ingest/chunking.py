@@ -51,13 +51,20 @@ class Section:
 
 @dataclass(frozen=True, slots=True)
 class Chunk:
-    """One chunk: its text, section index, 1-based inclusive lines and token count."""
+    """One chunk: its text, section index, where it lies and its token count.
+
+    Lines are 1-based and inclusive; ``start_column`` (inclusive) and
+    ``end_column`` (exclusive) are 0-based character offsets within the first
+    and the last line.
+    """
 
     content: str
     section: int
     start_line: int
     end_line: int
     tokens: int
+    start_column: int
+    end_column: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,6 +156,8 @@ def chunk_lines(
                     start_line=words[first].line + 1,
                     end_line=words[last].line + 1,
                     tokens=sum(u.tokens for u in words[first : last + 1]),
+                    start_column=words[first].start,
+                    end_column=words[last].end,
                 )
             )
     return sections, chunks
