@@ -86,13 +86,13 @@ class _Reporter:
     def __call__(self, outcome: FileOutcome) -> None:
         self.tally.add(outcome)
         if outcome.error is not None:
-            self.run.err.print(f"error: {_one_line(outcome.error)}")
+            typer.echo(f"error: {_one_line(outcome.error)}", err=True)
         if self.run.json:
             self.run.emit(_outcome_dict(outcome))
         elif outcome.result is not None and (
             self.unchanged or outcome.result.status != "unchanged"
         ):
-            self.run.out.print(_document_line(outcome.result))
+            self.run.out.print(_document_line(outcome.result), soft_wrap=True)
 
 
 @app.command()
@@ -172,7 +172,7 @@ def ingest(
     if run.json:
         run.emit(summary)
     else:
-        run.out.print(_summary_line(summary))
+        run.out.print(_summary_line(summary), soft_wrap=True)
     if tally.failed:
         raise typer.Exit(1)
 
@@ -252,7 +252,7 @@ def _watch(
     reporter = _Reporter(run, unchanged=False)
 
     def ready() -> None:
-        run.err.print(f"watching {directory} (Ctrl-C to stop)")
+        typer.echo(f"watching {directory} (Ctrl-C to stop)", err=True)
 
     # Ctrl-C ends watching (the service is closed first); whatever it interrupted is
     # repaired by the next ingest of that file.
@@ -267,9 +267,10 @@ def _watch(
             ready=ready,
         )
     tally = reporter.tally
-    run.err.print(
+    typer.echo(
         f"stopped watching {directory}: {tally.created} created, {tally.updated} updated, "
-        f"{tally.deleted} deleted, {tally.failed} failed"
+        f"{tally.deleted} deleted, {tally.failed} failed",
+        err=True,
     )
 
 
