@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import base64
 import json
+import signal
+import sqlite3
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -232,3 +236,34 @@ def test_cli_watch_syncs_and_stops_cleanly(tmp_path: Path) -> None:
     assert "stopped watching" in watched.stderr and "1 created" in watched.stderr
     usage = invoke("ingest", "--watch", str(kb), str(tmp_path), *common)
     assert usage.exit_code == 2 and "exactly one directory" in usage.stderr
+
+
+def test_ctrl_c_ends_watching_with_status_0(tmp_path: Path) -> None:
+    kb = tmp_path / "kb"
+    write(kb / "shared" / "a.md", "# A\n\nThe build server restarts every night.")
+    data = tmp_path / "data"
+
+    def interrupt_once_synced() -> None:
+        # The initial sync has written the document row: watching has begun.
+        for _ in range(600):
+            try:
+                with sqlite3.connect(data / "tribal.sqlite3") as db:
+                    if db.execute("SELECT count(*) FROM documents").fetchone()[0]:
+                        break
+            except sqlite3.Error:
+                pass
+            time.sleep(0.1)
+        signal.raise_signal(signal.SIGINT)  # what Ctrl-C sends; handled on the main thread
+
+    interrupter = threading.Thread(target=interrupt_once_synced, daemon=True)
+    interrupter.start()
+    result = invoke(
+        "ingest", "--watch", str(kb), "--max-seconds", "120", "--root", str(tmp_path),
+        "--json", "--data-dir", str(data),
+    )  # fmt: skip
+    interrupter.join(timeout=60)
+
+    assert result.exit_code == 0, result.output
+    assert "stopped watching" in result.stderr
+    assert "Traceback" not in result.output and "aborted" not in result.stderr
+    assert [(f["path"], f["status"]) for f in lines(result)] == [("kb/shared/a.md", "created")]

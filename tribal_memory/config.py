@@ -69,7 +69,7 @@ class Settings(BaseSettings):
     """Most tokens a document chunk repeats from the end of the chunk before it
     (below ``chunk_tokens``)."""
     max_document_bytes: int = Field(default=64 * 1024 * 1024, ge=1)
-    """Largest document accepted for ingest, in bytes (larger: HTTP 413, skipped by the CLI)."""
+    """Largest document accepted, in bytes (larger: HTTP 413; the CLI reports the file failed)."""
 
     fusion: Literal["weighted", "rrf"] = "weighted"
     """How hybrid search fuses vector and BM25 results."""
