@@ -14,6 +14,7 @@ import platformdirs
 from pydantic import Field, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from tribal_memory.auth import auth_enabled
 from tribal_memory.models import LearnedParts
 
 DEFAULT_EMBEDDING_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
@@ -52,6 +53,9 @@ class Settings(BaseSettings):
     """Interface the HTTP server binds to."""
     port: int = Field(default=18790, ge=0, le=65535)
     """TCP port of the HTTP server."""
+    auth: Literal["off", "required", "auto"] = "auto"
+    """API keys: ``required``, ``off``, or ``auto`` (required unless ``host`` is a loopback
+    address)."""
 
     max_content_chars: int = Field(default=20_000, ge=1)
     """Longest memory content accepted, in characters (longer: HTTP 413)."""
@@ -167,6 +171,11 @@ class Settings(BaseSettings):
             feedback=self.learned_feedback,
             anchors=self.learned_anchors,
         )
+
+    @property
+    def auth_enabled(self) -> bool:
+        """Whether HTTP requests need an API key (see ``auth``)."""
+        return auth_enabled(self.auth, self.host)
 
     @property
     def lancedb_uri(self) -> str:

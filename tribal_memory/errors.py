@@ -34,6 +34,20 @@ class TooLarge(TribalError):
     code = "too_large"
 
 
+class Unauthorized(TribalError):
+    """Authentication is on and the request carries no valid API key."""
+
+    status = 401
+    code = "unauthorized"
+
+
+class Forbidden(TribalError):
+    """The caller's key may not act for the owner it named (or needs to be an admin key)."""
+
+    status = 403
+    code = "forbidden"
+
+
 class NotFound(TribalError):
     """No memory (or relation) with that id is visible to the caller."""
 

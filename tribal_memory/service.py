@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Literal
 
+from tribal_memory.auth import ApiKeys, Caller
 from tribal_memory.config import Settings
 from tribal_memory.context import chunk_context
 from tribal_memory.db import Database, make_engine, migrate
@@ -94,6 +95,7 @@ class MemoryService:
         migrate(engine)
         self.db = Database(engine)
         self.graph = RelationGraph(self.db)
+        self.keys = ApiKeys(self.db)
         self.retriever = Retriever(settings, self.db, self.store, self.embedder)
         self._capture_lock = threading.Lock()
         self.document_index = DocumentIndex(self)
@@ -108,6 +110,11 @@ class MemoryService:
 
     def __exit__(self, *_exc: object) -> None:
         self.close()
+
+    def authenticate(self, token: str) -> Caller | None:
+        """The caller an API key stands for; None for a malformed, unknown or revoked key."""
+        key = self.keys.authenticate(token)
+        return None if key is None else Caller(owner=key.owner, admin=key.admin)
 
     # -- validation -------------------------------------------------------------
 

@@ -17,6 +17,7 @@ from litestar import Litestar, Request
 from litestar.datastructures import State
 from litestar.exceptions import ValidationException
 
+from tribal_memory.api.auth import AUTH_DEPENDENCIES, AUTH_STATE_KEY, authenticate
 from tribal_memory.api.deps import DEPENDENCIES, SERVICE_STATE_KEY
 from tribal_memory.api.docs import openapi_config, swagger_static_router
 from tribal_memory.api.documents import DocumentsController
@@ -93,11 +94,17 @@ def create_app(settings: Settings, *, embedder: Embedder | None = None) -> Lites
             health,
             swagger_static_router(),
         ],
-        dependencies=DEPENDENCIES,
+        dependencies={**DEPENDENCIES, **AUTH_DEPENDENCIES},
+        guards=[authenticate],
         exception_handlers=EXCEPTION_HANDLERS,
         before_request=require_utf8_body,
         lifespan=[service_lifespan],
         openapi_config=openapi_config(),
         request_max_body_size=settings.max_request_bytes,
-        state=State({"max_request_bytes": settings.max_request_bytes}),
+        state=State(
+            {
+                "max_request_bytes": settings.max_request_bytes,
+                AUTH_STATE_KEY: settings.auth_enabled,
+            }
+        ),
     )

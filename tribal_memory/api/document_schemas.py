@@ -10,21 +10,22 @@ import msgspec
 
 from tribal_memory.errors import InvalidInput
 from tribal_memory.ingest.documents import document_format
-from tribal_memory.models import SHARED_OWNER, DocumentStatus
+from tribal_memory.models import DocumentStatus
 
 
 class DocumentRequest(msgspec.Struct, forbid_unknown_fields=True):
     """A document to ingest: its path, owner and content.
 
     ``path`` names the document (recorded as its chunks' ``source``; with
-    ``owner`` it identifies the document) and its extension picks the
+    ``owner`` it identifies the document; ``owner`` defaults to the caller's
+    own, ``shared`` without authentication) and its extension picks the
     format: ``.md``/``.markdown``, ``.txt``, ``.pdf``. Send exactly one of
     ``text`` (Markdown or plain text) and ``content_base64`` (the file's
     bytes in standard base64; required for a PDF).
     """
 
     path: str
-    owner: str = SHARED_OWNER
+    owner: str | None = None
     text: str | None = None
     content_base64: str | None = None
 

@@ -1,8 +1,9 @@
 """Exception handlers: every error leaves the API as ``{"error", "detail", "status"}``.
 
 Codes: a :class:`~tribal_memory.errors.TribalError` keeps its own ``code``
-(``invalid_input``, ``too_large``, ``not_found``, ``conflict``,
-``embedding_model_mismatch``, ``store_unavailable``, ``embedding_unavailable``).
+(``invalid_input``, ``unauthorized``, ``forbidden``, ``too_large``,
+``not_found``, ``conflict``, ``embedding_model_mismatch``, ``store_unavailable``,
+``embedding_unavailable``).
 Litestar's own HTTP errors map by status: a body that is not JSON, not UTF-8
 or not of the declared shape is ``400 invalid_request``; an unknown route
 ``404 not_found``; a wrong method ``405 method_not_allowed``; a body over
@@ -86,7 +87,8 @@ def handle_tribal_error(request: Request[Any, Any, Any], exc: TribalError) -> Re
     """An error raised on purpose by the core: its own status, code and message."""
     if exc.status >= 500:
         logger.error("%s %s failed: %s: %s", request.method, request.url.path, exc.code, exc)
-    return error_response(exc.code, exc.detail, exc.status)
+    headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
+    return error_response(exc.code, exc.detail, exc.status, headers)
 
 
 def handle_http_exception(

@@ -5,11 +5,12 @@ from __future__ import annotations
 from litestar import get
 
 from tribal_memory import __version__
+from tribal_memory.api.auth import PUBLIC
 from tribal_memory.api.deps import Service
 from tribal_memory.api.schemas import HealthOut
 
 
-@get("/health", sync_to_thread=False, tags=["health"])
+@get("/health", sync_to_thread=False, tags=["health"], opt=PUBLIC)
 def health(service: Service) -> HealthOut:
     """``{"status": "ok", ...}`` once the service is open; answers without touching the model.
 

@@ -14,8 +14,9 @@ from litestar import Controller, delete, get, post, put
 from litestar.params import FromPath, JSONBody, QueryParameter
 from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED, HTTP_204_NO_CONTENT
 
+from tribal_memory.api.auth import CallerDep, OwnerScope
 from tribal_memory.api.convert import anchor_out, feedback_out
-from tribal_memory.api.deps import Owner, Service
+from tribal_memory.api.deps import Service
 from tribal_memory.api.errors import error_responses
 from tribal_memory.api.schemas import (
     AnchorOut,
@@ -40,7 +41,9 @@ class FeedbackController(Controller):
         status_code=HTTP_200_OK,
         responses=error_responses(400, 404, 409),
     )
-    def feedback(self, data: JSONBody[FeedbackRequest], service: Service) -> FeedbackOut:
+    def feedback(
+        self, data: JSONBody[FeedbackRequest], service: Service, caller: CallerDep
+    ) -> FeedbackOut:
         """Report which memories of a retrieval were used (``used_ids: []``: none).
 
         Used (query, memory) pairs are reinforced and the others penalised; a
@@ -51,8 +54,10 @@ class FeedbackController(Controller):
             NotFound: 404, unknown ``retrieval_id`` (or another ``owner``'s).
             InvalidInput: 400, a used id that was not among the retrieval's hits.
             Conflict: 409, the retrieval already has feedback with other ids.
+            Forbidden: 403, a non-admin key named another ``owner``.
         """
-        result = service.record_usage_feedback(data.retrieval_id, data.used_ids, owner=data.owner)
+        owner = caller.scope(data.owner)
+        result = service.record_usage_feedback(data.retrieval_id, data.used_ids, owner=owner)
         return feedback_out(result)
 
 
@@ -64,14 +69,14 @@ class AnchorsController(Controller):
 
     @get("/", sync_to_thread=True, responses=error_responses(404))
     def anchors(
-        self, memory_id: FromPath[str], service: Service, owner: Owner = None
+        self, memory_id: FromPath[str], service: Service, owner_scope: OwnerScope
     ) -> AnchorsOut:
         """Anchors of the memory, active and pending, most used first (empty: none).
 
         Raises:
             NotFound: 404, no such memory visible to ``owner``.
         """
-        found = service.anchors(memory_id, owner=owner)
+        found = service.anchors(memory_id, owner=owner_scope)
         return AnchorsOut(anchors=[anchor_out(anchor) for anchor in found])
 
     @post(
@@ -85,7 +90,7 @@ class AnchorsController(Controller):
         memory_id: FromPath[str],
         data: JSONBody[AnchorRequest],
         service: Service,
-        owner: Owner = None,
+        owner_scope: OwnerScope,
     ) -> AnchorOut:
         """Attach a manual anchor (active at once, confidence 1.0); idempotent.
 
@@ -93,7 +98,7 @@ class AnchorsController(Controller):
             NotFound: 404, no such memory visible to ``owner``.
             InvalidInput: 400, text empty, without content words or over 1024 characters.
         """
-        return anchor_out(service.add_anchor(memory_id, data.text, owner=owner))
+        return anchor_out(service.add_anchor(memory_id, data.text, owner=owner_scope))
 
     @delete(
         "/",
@@ -106,7 +111,7 @@ class AnchorsController(Controller):
         memory_id: FromPath[str],
         text: Annotated[str, QueryParameter(description="The anchor's text.")],
         service: Service,
-        owner: Owner = None,
+        owner_scope: OwnerScope,
     ) -> None:
         """Detach the anchor with this ``text`` from the memory (204).
 
@@ -114,7 +119,7 @@ class AnchorsController(Controller):
             NotFound: 404, no such memory visible to ``owner``, or no such anchor.
             ValidationException: 400, no ``text`` query parameter.
         """
-        service.remove_anchor(memory_id, text, owner=owner)
+        service.remove_anchor(memory_id, text, owner=owner_scope)
 
 
 class VariantsController(Controller):
@@ -123,20 +128,31 @@ class VariantsController(Controller):
     path = "/v1/variants/{owner:str}"
     tags = ["learned"]
 
-    @get("/", sync_to_thread=True)
-    def variant(self, owner: FromPath[str], service: Service) -> VariantOut:
-        """The variant serving ``owner``: its pin, else the ``default_variant`` setting."""
+    @get("/", sync_to_thread=True, responses=error_responses(403))
+    def variant(self, owner: FromPath[str], service: Service, caller: CallerDep) -> VariantOut:
+        """The variant serving ``owner``: its pin, else the ``default_variant`` setting.
+
+        Raises:
+            Forbidden: 403, a non-admin key asked about another owner.
+        """
+        owner = caller.write_owner(owner)
         return VariantOut(owner=owner, variant=service.variant_for(owner))
 
-    @put("/", sync_to_thread=True, status_code=HTTP_200_OK, responses=error_responses(400))
+    @put("/", sync_to_thread=True, status_code=HTTP_200_OK, responses=error_responses(400, 403))
     def pin(
-        self, owner: FromPath[str], data: JSONBody[VariantRequest], service: Service
+        self,
+        owner: FromPath[str],
+        data: JSONBody[VariantRequest],
+        service: Service,
+        caller: CallerDep,
     ) -> VariantOut:
         """Pin ``owner`` to a variant; searches with that owner use it unless they name parts.
 
         Raises:
             InvalidInput: 400, an invalid owner or variant.
+            Forbidden: 403, a non-admin key named another owner.
         """
+        owner = caller.write_owner(owner)
         service.pin_variant(owner, data.variant)
         return VariantOut(owner=owner, variant=service.variant_for(owner))
 
@@ -144,12 +160,13 @@ class VariantsController(Controller):
         "/",
         sync_to_thread=True,
         status_code=HTTP_204_NO_CONTENT,
-        responses=error_responses(400),
+        responses=error_responses(400, 403),
     )
-    def unpin(self, owner: FromPath[str], service: Service) -> None:
+    def unpin(self, owner: FromPath[str], service: Service, caller: CallerDep) -> None:
         """Remove the owner's pin (204); it gets the default variant again.
 
         Raises:
             InvalidInput: 400, an invalid owner.
+            Forbidden: 403, a non-admin key named another owner.
         """
-        service.pin_variant(owner, None)
+        service.pin_variant(caller.write_owner(owner), None)

@@ -7,8 +7,9 @@ from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import FromPath, JSONBody
 from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED, HTTP_204_NO_CONTENT
 
+from tribal_memory.api.auth import CallerDep, OwnerScope
 from tribal_memory.api.convert import capture_out, memory_out
-from tribal_memory.api.deps import Owner, Service
+from tribal_memory.api.deps import Service
 from tribal_memory.api.errors import error_responses
 from tribal_memory.api.schemas import (
     BatchCaptureOut,
@@ -36,9 +37,11 @@ class MemoriesController(Controller):
         "/",
         sync_to_thread=True,
         status_code=HTTP_201_CREATED,
-        responses={HTTP_200_OK: _EXISTS, **error_responses(400, 413, 503)},
+        responses={HTTP_200_OK: _EXISTS, **error_responses(400, 403, 413, 503)},
     )
-    def capture(self, data: JSONBody[CaptureRequest], service: Service) -> Response[CaptureOut]:
+    def capture(
+        self, data: JSONBody[CaptureRequest], service: Service, caller: CallerDep
+    ) -> Response[CaptureOut]:
         """Capture one memory, idempotently.
 
         Returns 201 with ``status: "created"`` for a new memory, 200 with
@@ -49,7 +52,7 @@ class MemoriesController(Controller):
             TooLarge: 413, content over ``max_content_chars``.
             StoreUnavailable: 503, the write failed. EmbeddingError: 503.
         """
-        result = service.capture(data.to_input())
+        result = service.capture(data.to_input(caller.write_owner(data.owner)))
         status = HTTP_201_CREATED if result.status == "created" else HTTP_200_OK
         return Response(capture_out(result), status_code=status)
 
@@ -57,10 +60,10 @@ class MemoriesController(Controller):
         "/batch",
         sync_to_thread=True,
         status_code=HTTP_200_OK,
-        responses=error_responses(400, 413, 503),
+        responses=error_responses(400, 403, 413, 503),
     )
     def capture_batch(
-        self, data: JSONBody[BatchCaptureRequest], service: Service
+        self, data: JSONBody[BatchCaptureRequest], service: Service, caller: CallerDep
     ) -> BatchCaptureOut:
         """Capture many memories in one write; one invalid item rejects the whole batch.
 
@@ -71,19 +74,20 @@ class MemoriesController(Controller):
             TooLarge: 413, batch over ``max_batch_size`` or content over ``max_content_chars``.
             StoreUnavailable: 503, the write failed (nothing stored). EmbeddingError: 503.
         """
-        results = service.capture_batch([item.to_input() for item in data.memories])
+        items = [item.to_input(caller.write_owner(item.owner)) for item in data.memories]
+        results = service.capture_batch(items)
         return BatchCaptureOut(results=[capture_out(result) for result in results])
 
     @get("/{memory_id:str}", sync_to_thread=True, responses=error_responses(404))
     def get_memory(
-        self, memory_id: FromPath[str], service: Service, owner: Owner = None
+        self, memory_id: FromPath[str], service: Service, owner_scope: OwnerScope
     ) -> MemoryOut:
         """The memory with this id.
 
         Raises:
             NotFound: 404, no such memory, or not visible to ``owner``.
         """
-        return memory_out(service.get(memory_id, owner=owner))
+        return memory_out(service.get(memory_id, owner=owner_scope))
 
     @patch("/{memory_id:str}", sync_to_thread=True, responses=error_responses(400, 404, 409, 413))
     def update_memory(
@@ -91,7 +95,7 @@ class MemoriesController(Controller):
         memory_id: FromPath[str],
         data: JSONBody[PatchRequest],
         service: Service,
-        owner: Owner = None,
+        owner_scope: OwnerScope,
     ) -> MemoryOut:
         """Change fields of a memory (absent fields stay); new content is re-embedded.
 
@@ -102,7 +106,7 @@ class MemoriesController(Controller):
             Conflict: 409, the new content equals another memory of the owner.
             InvalidInput: 400 / TooLarge: 413, as for capture.
         """
-        return memory_out(service.update(memory_id, data.to_patch(), owner=owner))
+        return memory_out(service.update(memory_id, data.to_patch(), owner=owner_scope))
 
     @delete(
         "/{memory_id:str}",
@@ -111,11 +115,11 @@ class MemoriesController(Controller):
         responses=error_responses(404),
     )
     def delete_memory(
-        self, memory_id: FromPath[str], service: Service, owner: Owner = None
+        self, memory_id: FromPath[str], service: Service, owner_scope: OwnerScope
     ) -> None:
         """Delete a memory, its relations and everything learned about it (204).
 
         Raises:
             NotFound: 404, no such memory, or not visible to ``owner``.
         """
-        service.delete(memory_id, owner=owner)
+        service.delete(memory_id, owner=owner_scope)

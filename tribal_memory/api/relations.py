@@ -8,8 +8,9 @@ from litestar import Controller, delete, get, post
 from litestar.params import FromPath, FromQuery, JSONBody, QueryParameter
 from litestar.status_codes import HTTP_200_OK, HTTP_204_NO_CONTENT
 
+from tribal_memory.api.auth import OwnerScope
 from tribal_memory.api.convert import neighbor_out, relation_out
-from tribal_memory.api.deps import Owner, Service
+from tribal_memory.api.deps import Service
 from tribal_memory.api.errors import error_responses
 from tribal_memory.api.schemas import (
     NeighborsOut,
@@ -34,7 +35,7 @@ class RelationsController(Controller):
         responses=error_responses(400, 404),
     )
     def relate(
-        self, data: JSONBody[RelateRequest], service: Service, owner: Owner = None
+        self, data: JSONBody[RelateRequest], service: Service, owner_scope: OwnerScope
     ) -> RelationOut:
         """Add the edge ``source_id -[type]-> target_id``, or re-weight it if it exists.
 
@@ -45,7 +46,7 @@ class RelationsController(Controller):
             InvalidInput: 400, self-relation, empty or over-long type.
         """
         relation = service.relate(
-            data.source_id, data.target_id, data.type, weight=data.weight, owner=owner
+            data.source_id, data.target_id, data.type, weight=data.weight, owner=owner_scope
         )
         return relation_out(relation)
 
@@ -58,11 +59,11 @@ class RelationsController(Controller):
     def unrelate(
         self,
         service: Service,
+        owner_scope: OwnerScope,
         data: JSONBody[RelationKey | None] = None,
         source_id: FromQuery[str | None] = None,
         target_id: FromQuery[str | None] = None,
         relation_type: Annotated[str | None, QueryParameter(name="type")] = None,
-        owner: Owner = None,
     ) -> None:
         """Remove one edge (204), named in the JSON body or the query string.
 
@@ -76,7 +77,7 @@ class RelationsController(Controller):
             if source_id is None or target_id is None or relation_type is None:
                 raise InvalidInput("name the relation: source_id, target_id and type")
             data = RelationKey(source_id=source_id, target_id=target_id, type=relation_type)
-        service.unrelate(data.source_id, data.target_id, data.type, owner=owner)
+        service.unrelate(data.source_id, data.target_id, data.type, owner=owner_scope)
 
     @get(
         "/memories/{memory_id:str}/relations",
@@ -84,14 +85,14 @@ class RelationsController(Controller):
         responses=error_responses(404),
     )
     def relations(
-        self, memory_id: FromPath[str], service: Service, owner: Owner = None
+        self, memory_id: FromPath[str], service: Service, owner_scope: OwnerScope
     ) -> RelationsOut:
         """Edges touching the memory in either direction, newest first (empty: none).
 
         Raises:
             NotFound: 404, no such memory visible to ``owner``.
         """
-        edges = service.relations(memory_id, owner=owner)
+        edges = service.relations(memory_id, owner=owner_scope)
         return RelationsOut(relations=[relation_out(edge) for edge in edges])
 
     @get(
@@ -103,8 +104,8 @@ class RelationsController(Controller):
         self,
         memory_id: FromPath[str],
         service: Service,
+        owner_scope: OwnerScope,
         steps: Annotated[int, QueryParameter(description="Hops, 1 to 5.")] = 1,
-        owner: Owner = None,
     ) -> NeighborsOut:
         """Memories within ``steps`` hops over relations (either direction), nearest first.
 
@@ -114,5 +115,5 @@ class RelationsController(Controller):
             NotFound: 404, the start memory is missing or not visible.
             InvalidInput: 400, steps outside 1..5.
         """
-        found = service.neighbors(memory_id, steps=steps, owner=owner)
+        found = service.neighbors(memory_id, steps=steps, owner=owner_scope)
         return NeighborsOut(neighbors=[neighbor_out(neighbor) for neighbor in found])

@@ -2,24 +2,31 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from litestar import Controller, post
 from litestar.params import JSONBody
 from litestar.status_codes import HTTP_200_OK
 
+from tribal_memory.api.auth import CallerDep
 from tribal_memory.api.convert import search_out
 from tribal_memory.api.deps import Service
 from tribal_memory.api.errors import error_responses
 from tribal_memory.api.schemas import RecallRequest, SearchOut, SearchRequest
+from tribal_memory.auth import Caller
 from tribal_memory.service import MemoryService, SearchMode
 
 
-def _search(service: MemoryService, data: RecallRequest, mode: SearchMode) -> SearchOut:
-    """Run ``data`` in ``mode``, logged for feedback when it asks for that."""
+def _search(
+    service: MemoryService, caller: Caller, data: RecallRequest, mode: SearchMode
+) -> SearchOut:
+    """Run ``data`` in ``mode`` within the caller's scope, logged for feedback when asked."""
     run = service.recall_with_feedback if data.feedback else service.search
+    filters = dataclasses.replace(data.to_filters(), owner=caller.scope(data.owner))
     result = run(
         data.query,
         k=data.k,
-        filters=data.to_filters(),
+        filters=filters,
         mode=mode,
         min_score=data.min_score,
         learned=data.learned_parts(),
@@ -43,9 +50,11 @@ class RetrievalController(Controller):
         "/recall",
         sync_to_thread=True,
         status_code=HTTP_200_OK,
-        responses=error_responses(400, 413, 503),
+        responses=error_responses(400, 403, 413, 503),
     )
-    def recall(self, data: JSONBody[RecallRequest], service: Service) -> SearchOut:
+    def recall(
+        self, data: JSONBody[RecallRequest], service: Service, caller: CallerDep
+    ) -> SearchOut:
         """Embedding-similarity recall.
 
         Returns up to ``k`` hits, ``score`` = cosine similarity clipped to
@@ -58,15 +67,17 @@ class RetrievalController(Controller):
             TooLarge: 413, k over ``max_k`` or query over ``max_content_chars``.
             EmbeddingError: 503, the query could not be embedded.
         """
-        return _search(service, data, "vector")
+        return _search(service, caller, data, "vector")
 
     @post(
         "/search",
         sync_to_thread=True,
         status_code=HTTP_200_OK,
-        responses=error_responses(400, 413, 503),
+        responses=error_responses(400, 403, 413, 503),
     )
-    def search(self, data: JSONBody[SearchRequest], service: Service) -> SearchOut:
+    def search(
+        self, data: JSONBody[SearchRequest], service: Service, caller: CallerDep
+    ) -> SearchOut:
         """Hybrid (vector + BM25), vector-only or text-only search.
 
         Returns up to ``k`` hits, best first; each has its fused ``score`` and
@@ -79,4 +90,4 @@ class RetrievalController(Controller):
             TooLarge: 413, k over ``max_k`` or query over ``max_content_chars``.
             StoreUnavailable / EmbeddingError: 503.
         """
-        return _search(service, data, data.mode)
+        return _search(service, caller, data, data.mode)

@@ -15,7 +15,6 @@ import msgspec
 
 from tribal_memory.errors import InvalidInput
 from tribal_memory.models import (
-    SHARED_OWNER,
     LearnedParts,
     MemoryInput,
     MemoryKind,
@@ -48,10 +47,14 @@ class ErrorOut(msgspec.Struct):
 
 
 class CaptureRequest(_Request):
-    """One memory to capture. ``content`` must be non-empty after stripping."""
+    """One memory to capture. ``content`` must be non-empty after stripping.
+
+    ``owner``: who the memory belongs to; omitted, the API key's owner
+    (``shared`` when authentication is off).
+    """
 
     content: str
-    owner: str = SHARED_OWNER
+    owner: str | None = None
     kind: MemoryKind = "fact"
     tags: list[str] = msgspec.field(default_factory=list)
     source: str | None = None
@@ -61,11 +64,11 @@ class CaptureRequest(_Request):
     event_time: AwareDatetime | None = None
     metadata: dict[str, Any] = msgspec.field(default_factory=dict)
 
-    def to_input(self) -> MemoryInput:
-        """The core :class:`MemoryInput` for this request."""
+    def to_input(self, owner: str) -> MemoryInput:
+        """The core :class:`MemoryInput` for this request, owned by ``owner``."""
         return MemoryInput(
             content=self.content,
-            owner=self.owner,
+            owner=owner,
             kind=self.kind,
             tags=tuple(self.tags),
             source=self.source,

@@ -20,6 +20,9 @@ from tribal_memory.service import MemoryService
 def run(settings: Settings) -> None:
     """Serve the API on ``settings.host:settings.port`` until interrupted (blocks).
 
+    Requests need an API key when ``settings.auth_enabled``; a warning goes
+    to stderr when that is so and no key exists yet.
+
     The model is loaded and the stores are opened once before the server
     starts, so a bad data dir or model fails here, as an exception, instead of
     as a traceback in uvicorn's startup log. The loaded model is handed to the app.
@@ -31,6 +34,13 @@ def run(settings: Settings) -> None:
     """
     with MemoryService(settings) as probe:
         embedder = probe.embedder
+        has_keys = bool(probe.keys.list())
+    if settings.auth_enabled and not has_keys:
+        print(
+            "warning: API keys are required on this address (TRIBAL_AUTH) but none exist; "
+            "create one with 'tribal-memory keys create --owner NAME'",
+            file=sys.stderr,
+        )
     uvicorn.run(
         create_app(settings, embedder=embedder),
         host=settings.host,

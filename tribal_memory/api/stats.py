@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 from litestar import get
 from litestar.params import QueryParameter
 
+from tribal_memory.api.auth import CallerDep
 from tribal_memory.api.convert import retrieval_stats_out, stats_out
 from tribal_memory.api.deps import Service
 from tribal_memory.api.errors import error_responses
@@ -15,13 +16,17 @@ from tribal_memory.api.schemas import RetrievalStatsOut, StatsOut
 from tribal_memory.errors import InvalidInput
 
 
-@get("/v1/stats", sync_to_thread=True, tags=["stats"], responses=error_responses(503))
-def stats(service: Service) -> StatsOut:
+@get("/v1/stats", sync_to_thread=True, tags=["stats"], responses=error_responses(403, 503))
+def stats(service: Service, caller: CallerDep) -> StatsOut:
     """Memory counts (total, per owner, per kind), relation count, model and index state.
 
+    With authentication on it needs an admin key: the counts name every owner.
+
     Raises:
+        Forbidden: 403, a non-admin key.
         StoreUnavailable: 503, the store cannot be read.
     """
+    caller.require_admin("store statistics")
     return stats_out(service.stats())
 
 
@@ -29,12 +34,16 @@ def stats(service: Service) -> StatsOut:
     "/v1/stats/retrieval",
     sync_to_thread=True,
     tags=["stats"],
-    responses=error_responses(400, 503),
+    responses=error_responses(400, 403, 503),
 )
 def retrieval_stats(
     service: Service,
+    caller: CallerDep,
     owner: Annotated[
-        str | None, QueryParameter(description="Only this owner's retrievals (default: all).")
+        str | None,
+        QueryParameter(
+            description="Only this owner's retrievals (default: all; a non-admin key: its own)."
+        ),
     ] = None,
     bucket: Annotated[
         Literal["day", "week"], QueryParameter(description="Period of the learning curve.")
@@ -55,4 +64,5 @@ def retrieval_stats(
     """
     if since is not None and since.tzinfo is None:
         raise InvalidInput("since must carry a time zone (e.g. 2026-01-01T00:00:00Z)")
+    owner = caller.scope(owner)
     return retrieval_stats_out(service.retrieval_stats(owner=owner, bucket=bucket, since=since))

@@ -14,13 +14,13 @@ Every other setting comes from ``TRIBAL_*`` environment variables (see
 
 Modules: :mod:`.root` (the typer app, its error handling, global options and
 what each command shares), :mod:`.commands`, :mod:`.documents` (``ingest``,
-``documents``), :mod:`.learned` (feedback,
-anchors, variants), :mod:`.bench` (the ``bench`` sub-commands) and
+``documents``), :mod:`.learned` (feedback, anchors, variants), :mod:`.keys`
+(API keys), :mod:`.bench` (the ``bench`` sub-commands) and
 :mod:`.output` (JSON lines, tables, progress bars, errors).
 """
 
 # Importing the command modules registers their commands on ``app``.
-from tribal_memory.cli import bench, commands, documents, learned  # noqa: F401
+from tribal_memory.cli import bench, commands, documents, keys, learned  # noqa: F401
 from tribal_memory.cli.root import _Run as _Run  # tests patch it as ``cli._Run``
 from tribal_memory.cli.root import app, main
 
