@@ -7,6 +7,7 @@ written by hand in the test (``make_pdf``), no binary fixture.
 from __future__ import annotations
 
 import queue
+import shutil
 import threading
 from collections.abc import Iterator
 from io import BytesIO
@@ -569,13 +570,16 @@ def test_watch_mode_syncs_an_add_a_change_and_a_delete(
         except BaseException as exc:  # noqa: BLE001 - surfaced by the assertions below
             failures.append(exc)
 
+    pending: dict[str, list[str]] = {}  # statuses reported but not yet asked for, per path
+
     def next_change(path: str) -> str:
-        while True:
+        """The next status other than unchanged reported for ``path`` (waits up to a minute)."""
+        while not pending.get(path):
             outcome = outcomes.get(timeout=60)
-            if outcome.file.path == path:
-                assert outcome.result is not None, outcome.error
-                if outcome.result.status != "unchanged":
-                    return outcome.result.status
+            assert outcome.result is not None, outcome.error
+            if outcome.result.status != "unchanged":
+                pending.setdefault(outcome.file.path, []).append(outcome.result.status)
+        return pending[path].pop(0)
 
     watcher = threading.Thread(target=run, daemon=True)
     watcher.start()
@@ -589,6 +593,15 @@ def test_watch_mode_syncs_an_add_a_change_and_a_delete(
         assert next_change("kb/alice/note.md") == "updated"
         note.unlink()
         assert next_change("kb/alice/note.md") == "deleted"
+        # A whole folder copied in, then moved away.
+        incoming = tmp_path / "incoming"
+        write(incoming / "one.md", "# One\n\nBob rotates the API keys.")
+        write(incoming / "two.txt", "Bob archives old tickets on Fridays.")
+        shutil.copytree(incoming, kb / "bob")
+        assert next_change("kb/bob/one.md") == "created"
+        assert next_change("kb/bob/two.txt") == "created"
+        (kb / "bob").rename(tmp_path / "bob-away")
+        assert {next_change("kb/bob/one.md"), next_change("kb/bob/two.txt")} == {"deleted"}
     finally:
         stop.set()
         watcher.join(timeout=60)

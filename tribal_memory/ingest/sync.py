@@ -208,8 +208,9 @@ def watch_directory(
     The watcher starts first, then the whole directory is synced
     (:func:`sync_directory`) and ``ready`` is called; from then on added and
     changed documents are ingested, deleted ones (and documents under a
-    deleted or moved-away folder) are removed, and a folder moved in is
-    ingested. Changes within :data:`WATCH_DEBOUNCE_MS` are handled together.
+    deleted or moved-away folder) are removed, and a new or moved-in folder
+    is scanned (its files may be written before the watcher sees the folder).
+    Changes within :data:`WATCH_DEBOUNCE_MS` are handled together.
 
     Args:
         service: The open service.
@@ -234,8 +235,11 @@ def watch_directory(
     started = False
 
     def relevant(change: Change, name: str) -> bool:
+        # Additions and deletions of anything (a new folder's files may be written
+        # before the watcher sees the folder, so the folder is scanned), changes of
+        # documents only.
         path = Path(name)
-        return not _hidden(directory, path) and (change == Change.deleted or is_document(path))
+        return not _hidden(directory, path) and (change != Change.modified or is_document(path))
 
     for changes in watch(
         directory,
@@ -268,21 +272,35 @@ def _apply(
     """Bring the index in line with what is at ``path`` now."""
     if path.is_file():
         if is_document(path):
-            document = DocumentFile(
-                path, relative_source(path, root), owner_in(directory, path, owner)
-            )
-            report(ingest_file(service, document))
-    elif path.is_dir():  # a folder moved in: its files raised no events of their own
+            _ingest_or_forget(service, directory, path, owner=owner, root=root, report=report)
+    elif path.is_dir():  # a new or moved-in folder: its files may have raised no events
         documents, _ = document_files([path], owner=owner, root=root)
-        sync_files(
-            service,
-            [DocumentFile(d.file, d.path, owner_in(directory, d.file, owner)) for d in documents],
-            report,
-        )
+        for document in documents:
+            _ingest_or_forget(
+                service, directory, document.file, owner=owner, root=root, report=report
+            )
     elif is_document(path):
         _forget(service, directory, path, owner=owner, root=root, report=report)
     else:  # perhaps a folder deleted or moved away
         forget_missing(service, directory, owner=owner, root=root, report=report, under=path)
+
+
+def _ingest_or_forget(
+    service: MemoryService,
+    directory: Path,
+    file: Path,
+    *,
+    owner: str | None,
+    root: Path | None,
+    report: Callable[[FileOutcome], None],
+) -> None:
+    """Ingest ``file``; when it vanished before it could be read, forget it instead."""
+    document = DocumentFile(file, relative_source(file, root), owner_in(directory, file, owner))
+    outcome = ingest_file(service, document)
+    if outcome.result is None and not file.exists():
+        _forget(service, directory, file, owner=owner, root=root, report=report)
+    else:
+        report(outcome)
 
 
 def _forget(
