@@ -728,11 +728,18 @@ class MemoryService:
     def relations(self, memory_id: str, *, owner: str | None = None) -> list[Relation]:
         """Edges touching the memory (either direction), newest first.
 
+        Edges whose other end ``owner`` cannot see are left out (they would
+        reveal that memory's id).
+
         Raises:
             NotFound: no such memory visible to ``owner``.
         """
         self.get(memory_id, owner=owner)
-        return self.graph.edges_of([memory_id])
+        edges = self.graph.edges_of([memory_id])
+        if owner is None:
+            return edges
+        visible = self.get_many([i for e in edges for i in (e.source_id, e.target_id)], owner=owner)
+        return [e for e in edges if e.source_id in visible and e.target_id in visible]
 
     def neighbors(
         self, memory_id: str, *, steps: int = 1, owner: str | None = None
