@@ -136,7 +136,7 @@ def _run(world: World, op: tuple[Any, ...]) -> None:
     elif kind == "document":  # a document of the caller (or shared), then every path read back
         marker = f"marker{world.captured:04d}"
         world.captured += 1
-        path = f"notes/{marker}.md"
+        path = f"notes/doc-{world.captured}.md"  # names no marker: its text must not leak
         body = {"path": path, "text": f"# Note\n\n{FACTS[op[2]]} ({marker})\n"}
         if op[3]:
             body["owner"] = "shared"
