@@ -115,16 +115,20 @@ def test_ingest_documents_then_search_finds_the_chunk(tmp_path: Path, data_dir: 
     (docs / "faq.txt").write_text("The office coffee machine is on floor three.\n")
     (docs / "script.py").write_text("print('skipped')\n")
 
-    (summary,) = json_lines(
+    *files, summary = json_lines(
         invoke("ingest", str(docs), "--owner", "ops", "--root", str(tmp_path), "--json",
                "--data-dir", str(data_dir))
     )  # fmt: skip
 
-    assert summary["files"] == 2
+    assert [(f["path"], f["owner"], f["status"]) for f in files] == [
+        ("docs/faq.txt", "ops", "created"),
+        ("docs/ops/deploy.md", "ops", "created"),
+    ]
+    assert summary["files"] == summary["created"] == 2
     assert summary["skipped"] == 1
-    assert summary["memories"] == summary["created"] == 3
-    assert summary["exists"] == 0
-    assert summary["seconds"] > 0 and summary["memories_per_s"] > 0
+    assert summary["chunks_added"] == sum(f["chunks"] for f in files) == 3
+    assert summary["failed"] == summary["unchanged"] == 0
+    assert summary["seconds"] > 0
 
     hits = json_lines(
         invoke("search", "how do I roll back a release", "--kind", "chunk", "--owner", "ops",
@@ -149,7 +153,7 @@ def test_ingest_locomo_then_stats(tmp_path: Path, data_dir: Path) -> None:
     (stats,) = json_lines(invoke("--data-dir", str(data_dir), "stats"))
 
     assert summary["files"] == 1
-    assert summary["created"] == 4
+    assert summary["turns"] == summary["turns_created"] == 4
     assert stats["memories"] == 4
     assert stats["owners"] == {"conv-test": 4}
     assert stats["kinds"] == {"fact": 4}

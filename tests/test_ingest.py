@@ -1,9 +1,11 @@
-"""Document loading and chunking (tribal_memory.ingest.documents); no model needed."""
+"""Document loading and chunking (tribal_memory.ingest.documents); no embedding model needed.
+
+Token counts come from the packaged tokenizer (tribal_memory.ingest.tokens).
+"""
 
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import pytest
@@ -12,7 +14,8 @@ from hypothesis import strategies as st
 
 from tribal_memory.errors import InvalidInput
 from tribal_memory.ingest import doc_id_for, iter_paths, load_document, load_paths
-from tribal_memory.ingest.documents import estimate_tokens
+from tribal_memory.ingest.chunking import chunk_lines
+from tribal_memory.ingest.tokens import count_tokens
 
 GUIDE = """\
 Preamble before any heading.
@@ -49,8 +52,8 @@ def lines_of(path: Path, start: int, end: int) -> str:
     return "\n".join(path.read_text(encoding="utf-8").splitlines()[start - 1 : end])
 
 
-def chunk_tokens(text: str) -> float:
-    return sum(estimate_tokens(word) for word in text.split())
+def chunk_tokens(text: str) -> int:
+    return count_tokens(text)
 
 
 def test_markdown_sections_follow_headings(tmp_path: Path) -> None:
@@ -150,13 +153,15 @@ def test_a_long_line_is_split_inside_the_line(tmp_path: Path) -> None:
     assert chunks[-1].content.endswith("t99")
 
 
-def test_a_word_over_the_budget_is_its_own_chunk(tmp_path: Path) -> None:
-    blob = "x" * 400  # about 100 estimated tokens
+def test_a_word_over_the_budget_is_cut_at_token_boundaries(tmp_path: Path) -> None:
+    blob = "-".join(f"part{i}" for i in range(30))  # one word of about 90 tokens
     path = write(tmp_path / "blob.txt", f"before {blob} after")
 
-    chunks = load_document(path, owner="me", root=tmp_path, max_tokens=20, overlap_tokens=5)
+    chunks = load_document(path, owner="me", root=tmp_path, max_tokens=20, overlap_tokens=0)
 
-    assert [c.content for c in chunks] == ["before", blob, "after"]
+    assert len(chunks) >= 5
+    assert all(c.metadata["tokens"] <= 20 for c in chunks)
+    assert "".join("".join(c.content.split()) for c in chunks) == f"before{blob}after"
 
 
 def test_empty_and_blank_files_give_no_chunks(tmp_path: Path) -> None:
@@ -167,7 +172,8 @@ def test_empty_and_blank_files_give_no_chunks(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("name", "content", "kwargs", "message"),
     [
-        ("a.pdf", b"%PDF", {}, "not a document"),
+        ("a.docx", b"PK", {}, "not a document"),
+        ("a.pdf", b"%PDF-1.4 not really", {}, "not a readable PDF"),
         ("a.txt", b"\xff\xfe\xfa", {}, "not UTF-8"),
         ("a.txt", b"ok", {"max_tokens": 0}, "max_tokens"),
         ("a.txt", b"ok", {"max_tokens": 10, "overlap_tokens": 10}, "overlap_tokens"),
@@ -221,7 +227,7 @@ def test_iter_paths_rejects_missing_paths(tmp_path: Path) -> None:
 
 
 _LINE = st.lists(
-    st.text(alphabet="abcdefghij#`~ ", min_size=0, max_size=30), min_size=0, max_size=40
+    st.text(alphabet="abcdefghij#`~ -.", min_size=0, max_size=30), min_size=0, max_size=40
 )
 
 
@@ -231,30 +237,39 @@ _LINE = st.lists(
     max_tokens=st.integers(min_value=1, max_value=40),
     overlap=st.integers(min_value=0, max_value=39),
 )
-def test_chunks_cover_the_text_in_order(
-    tmp_path_factory: pytest.TempPathFactory, lines: list[str], max_tokens: int, overlap: int
-) -> None:
+def test_chunks_cover_the_text_in_order(lines: list[str], max_tokens: int, overlap: int) -> None:
     overlap = min(overlap, max_tokens - 1)
-    path = tmp_path_factory.mktemp("prop") / "doc.md"
-    path.write_text("\n".join(lines), encoding="utf-8")
 
-    chunks = load_document(path, owner="me", max_tokens=max_tokens, overlap_tokens=overlap)
+    sections, chunks = chunk_lines(
+        lines, markdown=True, max_tokens=max_tokens, overlap_tokens=overlap
+    )
 
-    file_lines = path.read_text(encoding="utf-8").splitlines()
-    last_start = 0
+    covered: set[tuple[int, int]] = set()  # (0-based line, column) of every chunk character
+    last_start = (0, 0)
     for chunk in chunks:
-        start, end = chunk.metadata["start_line"], chunk.metadata["end_line"]
-        assert 1 <= start <= end <= len(file_lines)
-        assert start >= last_start
-        last_start = start
+        start, end = chunk.start_line, chunk.end_line
+        assert 1 <= start <= end <= len(lines)
+        assert (start, chunk.start_column) >= last_start
+        last_start = (start, chunk.start_column)
         assert chunk.content.strip() == chunk.content != ""
-        assert chunk.content in "\n".join(file_lines[start - 1 : end])
-        words = chunk.content.split()
-        assert len(words) == 1 or chunk_tokens(chunk.content) <= max_tokens
-    # Every word of a section with body text appears in some chunk.
-    covered = {w for c in chunks for w in c.content.split()}
-    body = [ln for ln in file_lines if ln.strip() and not re.match(r"^ {0,3}#{1,6}[ \t]", ln)]
-    assert all(set(ln.split()) <= covered for ln in body if "`" not in ln and "~" not in ln)
+        assert (
+            chunk.content
+            == "\n".join(lines[start - 1 : end])[
+                chunk.start_column : len("\n".join(lines[start - 1 : end]))
+                - (len(lines[end - 1]) - chunk.end_column)
+            ]
+        )
+        assert 0 <= chunk.tokens <= max_tokens
+        for number in range(start - 1, end):
+            first = chunk.start_column if number == start - 1 else 0
+            last = chunk.end_column if number == end - 1 else len(lines[number])
+            covered |= {(number, column) for column in range(first, last)}
+    # Every non-blank character of a section with body text is in some chunk.
+    for section in sections:
+        if section.has_body:
+            for number in range(section.first_line, section.last_line):
+                text = lines[number]
+                assert all((number, c) in covered for c, ch in enumerate(text) if not ch.isspace())
 
 
 def test_load_paths_picks_files_by_format(tmp_path: Path) -> None:

@@ -80,7 +80,7 @@ def test_migrations_create_every_table_and_are_idempotent(tmp_path: Path) -> Non
     assert migrate(engine) == head_revision()
     tables = set(inspect(engine).get_table_names())
     assert {"relations", "query_cache", "retrieval_events", "query_fact_weights",
-            "fact_anchors", "query_expansions"} <= tables
+            "fact_anchors", "query_expansions", "documents"} <= tables
     with engine.connect() as connection:
         assert connection.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
         assert connection.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1

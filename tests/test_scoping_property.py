@@ -5,7 +5,8 @@ admin run against one app with ``auth=required``: captures (private or
 shared), searches and recalls, feedback rounds that fill the query cache,
 weights and anchors, manual anchors, relations, neighbour walks, reads,
 updates and deletes, the agent tools (search, get, feedback), the
-knowledge-graph context and export. After every response to a non-admin key, no id and no
+knowledge-graph context, documents (ingest, list, read by path, search
+context) and export. After every response to a non-admin key, no id and no
 content marker of a memory private to another owner may appear in it, and
 every route given such an id answers 404.
 """
@@ -26,6 +27,7 @@ from litestar.testing import TestClient
 from tribal_memory.api import create_app
 from tribal_memory.config import Settings
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
+from tribal_memory.models import SearchFilters
 from tribal_memory.service import MemoryService
 
 OWNERS = ("alice", "bob", "carol")
@@ -52,6 +54,7 @@ operation = st.one_of(
     st.tuples(st.just("tools"), owner, question),
     st.tuples(st.just("context"), owner, question),
     st.tuples(st.just("export"), owner),
+    st.tuples(st.just("document"), owner, st.integers(0, len(FACTS) - 1), st.booleans()),
     st.tuples(st.just("probe"), owner, pick),
     st.tuples(st.just("relate"), owner, pick, pick),
     st.tuples(st.just("anchor"), owner, pick, question),
@@ -68,6 +71,7 @@ class World:
     keys: dict[str, dict[str, str]]
     memories: list[tuple[str, str, str]] = field(default_factory=list)  # id, owner, marker
     captured: int = 0
+    documents: list[str] = field(default_factory=list)
 
     def secrets_of_others(self, caller: str) -> list[str]:
         """Ids and content markers of memories private to owners other than ``caller``."""
@@ -129,6 +133,26 @@ def _run(world: World, op: tuple[Any, ...]) -> None:
         used = [result["path"] for result in found["results"][:1]]
         body = {"retrievalId": found["retrievalId"], "usedPaths": used}
         world.call(caller, "POST", "/v1/tools/memory_feedback", json=body)
+    elif kind == "document":  # a document of the caller (or shared), then every path read back
+        marker = f"marker{world.captured:04d}"
+        world.captured += 1
+        path = f"notes/doc-{world.captured}.md"  # names no marker: its text must not leak
+        body = {"path": path, "text": f"# Note\n\n{FACTS[op[2]]} ({marker})\n"}
+        if op[3]:
+            body["owner"] = "shared"
+        created = world.call(caller, "POST", "/v1/documents", json=body)
+        assert created.status_code == 201, created.text
+        holder = created.json()["owner"]
+        chunks = world.client.app.state["service"].list_memories(
+            SearchFilters(sources=(path,)), limit=10
+        )
+        world.memories.extend((chunk.memory_id, holder, marker) for chunk in chunks)
+        world.documents.append(path)
+        world.call(caller, "GET", "/v1/documents")
+        for other in world.documents:
+            world.call(caller, "POST", "/v1/tools/memory_get", json={"path": other})
+        body = {"query": FACTS[op[2]], "context": True}
+        assert world.call(caller, "POST", "/v1/search", json=body).status_code == 200
     elif kind == "context":
         body = {"prompt": QUESTIONS[op[2]], "agent_id": caller, "min_score": 0.0}
         world.call(caller, "POST", "/v1/context", json=body)
@@ -183,10 +207,11 @@ def test_no_key_ever_sees_another_owners_private_memory(
                 name: {"Authorization": f"Bearer {service.keys.create(name)[1]}"} for name in OWNERS
             }
             world = World(client, keys)
-            # Seed every owner with a private and a shared memory so each run has secrets.
+            # Seed every owner with private and shared memories so each run has secrets.
             for name in OWNERS:
                 _run(world, ("capture", name, OWNERS.index(name), False))
                 _run(world, ("capture", name, 3, True))
+                _run(world, ("document", name, OWNERS.index(name), False))
             for op in operations:
                 _run(world, op)
             for name in OWNERS:  # after all that happened: every read path, every memory
@@ -194,3 +219,5 @@ def test_no_key_ever_sees_another_owners_private_memory(
                 _run(world, ("tools", name, 0))
                 for index in range(len(world.memories)):
                     _run(world, ("probe", name, index))
+                for path in world.documents:
+                    world.call(name, "POST", "/v1/tools/memory_get", json={"path": path})

@@ -54,6 +54,9 @@ def _open(root: Path, embedder: Embedder, **overrides: Any) -> MemoryService:
     return MemoryService(settings, embedder=embedder)
 
 
+MEMORY_COUNT = len(FACTS) + 2  # the facts, a captured chunk and one ingested document's chunk
+
+
 @dataclass
 class Source:
     """Instance A, open, and its export (lines) written to ``path``."""
@@ -89,6 +92,9 @@ def _populate(a: MemoryService) -> dict[str, str]:
     a.relate(ids[FACTS[1][0]], ids[FACTS[4][0]], "contrast")  # alice -> bob
     a.add_anchor(ids[FACTS[2][0]], "when is the launch?")
     a.pin_variant("bob", "baseline")
+    a.ingest_document("notes/ops.md", "# Ops\n\nThe pager rota changes on Mondays.\n", owner="alice")
+    document = SearchFilters(owner="alice", sources=("notes/ops.md",))
+    ids.update({m.content: m.memory_id for m in a.list_memories(document, limit=10)})
     alice = SearchFilters(owner="alice")
     for _ in range(3):
         result = a.recall_with_feedback(QUESTION, filters=alice)
@@ -157,11 +163,11 @@ def test_round_trip_reproduces_the_export_and_the_search(
     # Every learned table of A has rows, so the round trip covers each of them.
     tables = {r["table"] for r in records if r["type"] == "row"}
     assert tables == {t.name for t in transfer_tables()} - {"relations"}
-    assert records[-1]["counts"]["memory"] == len(FACTS) + 1
+    assert records[-1]["counts"]["memory"] == MEMORY_COUNT
 
     with _open(tmp_path / "b", embedder) as b:
         result = b.import_jsonl(source.path)
-        assert result.memories.created == len(FACTS) + 1
+        assert result.memories.created == MEMORY_COUNT
         assert result.reembedded == 0
         assert result.relations.created == 3
         assert _without_time(b.export_jsonl()) == _without_time(source.lines)
@@ -239,7 +245,7 @@ def test_another_model_is_reembedded(
     with _open(tmp_path / "b", embedder) as b:
         result = b.import_jsonl(path)
         assert result.embedding_model == "another/model-v2"
-        assert result.reembedded == len(FACTS) + 1
+        assert result.reembedded == MEMORY_COUNT
         for memories, vectors in b.store.scan():
             fresh = embedder.embed_batch([m.content for m in memories])
             np.testing.assert_allclose(vectors, fresh, atol=1e-6)
@@ -580,14 +586,14 @@ def test_cli_export_and_import(source: Source, tmp_path: Path) -> None:
     imported = runner.invoke(cli.app, ["import", str(out), "--data-dir", b_dir])
     assert imported.exit_code == 0, imported.output
     counts = json.loads(imported.stdout)
-    assert counts["memories"]["created"] == len(FACTS) + 1
+    assert counts["memories"]["created"] == MEMORY_COUNT
     assert counts["relations"]["created"] == 3 and counts["reembedded"] == 0
 
     again = runner.invoke(cli.app, ["import", "-", "--data-dir", b_dir], input=out.read_text())
     assert again.exit_code == 0, again.output
     assert json.loads(again.stdout)["memories"] == {
         "created": 0,
-        "skipped": len(FACTS) + 1,
+        "skipped": MEMORY_COUNT,
         "orphaned": 0,
     }
 
@@ -633,7 +639,7 @@ def test_http_export_and_import(
         imported = b_client.post("/v1/import", content=body, headers=headers)
         assert imported.status_code == 200, imported.text
         counts = imported.json()
-        assert counts["memories"] == {"created": len(FACTS) + 1, "skipped": 0, "orphaned": 0}
+        assert counts["memories"] == {"created": MEMORY_COUNT, "skipped": 0, "orphaned": 0}
         assert counts["rows"]["query_cache"]["created"] >= 1
         again = b_client.post("/v1/import", content=body, headers=headers).json()
         assert again["memories"]["created"] == 0

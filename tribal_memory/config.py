@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Literal
 
 import platformdirs
-from pydantic import Field
+from pydantic import Field, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from tribal_memory.auth import auth_enabled
@@ -67,6 +67,15 @@ class Settings(BaseSettings):
     """Largest HTTP request body, in bytes (larger: HTTP 413)."""
     transfer_batch_rows: int = Field(default=500, ge=1, le=100_000)
     """Memories or table rows read, embedded or written per batch by export and import."""
+
+    chunk_tokens: int = Field(default=512, ge=16, le=8192)
+    """Most tokens in a document chunk (the embedding model's tokenizer, special tokens not
+    counted). The default model embeds only the first 254 tokens of a text; BM25 indexes all."""
+    chunk_overlap_tokens: int = Field(default=20, ge=0)
+    """Most tokens a document chunk repeats from the end of the chunk before it
+    (below ``chunk_tokens``)."""
+    max_document_bytes: int = Field(default=64 * 1024 * 1024, ge=1)
+    """Largest document accepted, in bytes (larger: HTTP 413; the CLI reports the file failed)."""
 
     fusion: Literal["weighted", "rrf"] = "weighted"
     """How hybrid search fuses vector and BM25 results."""
@@ -150,6 +159,14 @@ class Settings(BaseSettings):
     context_max_tokens: int = Field(default=400, ge=32)
     """Largest ``<knowledge-graph>`` block ``POST /v1/context`` returns, in tokens of the
     packaged tokenizer; lines past it are dropped (neighbours first)."""
+
+    @field_validator("chunk_overlap_tokens")
+    @classmethod
+    def _overlap_below_chunk(cls, value: int, info: ValidationInfo) -> int:
+        chunk = info.data.get("chunk_tokens")
+        if chunk is not None and value >= chunk:
+            raise ValueError(f"must be below chunk_tokens ({chunk})")
+        return value
 
     @property
     def learned_parts(self) -> LearnedParts:

@@ -31,16 +31,13 @@ lowest-ranked hits; a single hit over the budget has its title shortened.
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
-from tokenizers import Tokenizer
-
-from tribal_memory.errors import EmbeddingError, InvalidInput
+from tribal_memory.errors import InvalidInput
+from tribal_memory.ingest.tokens import count_tokens
 from tribal_memory.models import Hit, Memory, SearchFilters
 from tribal_memory.service import MemoryService
 from tribal_memory.tools import line_span, memory_path
@@ -59,7 +56,6 @@ TITLE_CHARS = 100
 MAX_NEIGHBORS = 5
 """Most neighbour lines in a block."""
 _DOCUMENT_SCAN_LIMIT = 10_000
-_TOKENIZER_PATH = Path(__file__).resolve().parent / "_model" / "tokenizer.json"
 _SPACE = re.compile(r"\s+")
 
 SkipReason = str
@@ -129,27 +125,6 @@ def context_json(built: KnowledgeContext) -> dict[str, Any]:
         "neighbors": [item_json(item) for item in built.neighbors],
         "tokens": built.tokens,
     }
-
-
-@functools.cache
-def _tokenizer() -> Tokenizer:
-    try:
-        tokenizer = Tokenizer.from_file(str(_TOKENIZER_PATH))
-    except Exception as exc:  # noqa: BLE001 - tokenizers raises a bare Exception
-        detail = f"cannot load the packaged tokenizer {_TOKENIZER_PATH}: {exc}"
-        raise EmbeddingError(detail) from exc
-    tokenizer.no_truncation()
-    tokenizer.no_padding()
-    return tokenizer
-
-
-def count_tokens(text: str) -> int:
-    """Tokens of ``text`` under the packaged WordPiece tokenizer (no special tokens).
-
-    Raises:
-        EmbeddingError: the packaged tokenizer file cannot be loaded.
-    """
-    return len(_tokenizer().encode(text, add_special_tokens=False).ids)
 
 
 def _shorten(text: str, limit: int) -> str:

@@ -161,7 +161,9 @@ class SearchResult:
     ``variant`` is ``"learned"`` when the learned layer ranked the hits and
     ``"baseline"`` otherwise; ``cached`` is True when the query cache answered.
     ``retrieval_id`` identifies the logged retrieval event to send feedback
-    for (``None`` unless feedback was asked for).
+    for (``None`` unless feedback was asked for). ``context``: the heading and
+    neighbouring chunks of the document chunks among the hits, when asked for
+    (see :class:`ChunkContext`); it never changes the hits or their order.
     """
 
     hits: tuple[Hit, ...]
@@ -171,6 +173,67 @@ class SearchResult:
     variant: Literal["learned", "baseline"] = "baseline"
     cached: bool = False
     retrieval_id: str | None = None
+    context: tuple[ChunkContext, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkContext:
+    """Surroundings of one chunk hit, for reading it in place.
+
+    ``memory_id``: the hit. ``parent``: the memory its ``parent_id`` names
+    (the chunk that opens its section, or for a section's first chunk the one
+    opening the enclosing section). ``previous``/``next``: the chunks before
+    and after it in the same document and section. Each is None when there is
+    none, or when it is not visible to the searching owner.
+    """
+
+    memory_id: str
+    parent: Memory | None
+    previous: Memory | None
+    next: Memory | None
+
+
+DocumentStatus = Literal["created", "updated", "unchanged", "deleted"]
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentResult:
+    """Outcome of ingesting (or deleting) one document.
+
+    ``path``: the document's path as recorded in its chunks' ``source``.
+    ``status``: ``created`` (new document), ``updated`` (its content changed:
+    chunks replaced), ``unchanged`` (same content hash; nothing done) or
+    ``deleted``. ``chunks``: chunks the document has now (0 once deleted).
+    ``added``/``removed``: chunk memories stored and deleted by this call.
+    """
+
+    path: str
+    owner: str
+    doc_id: str
+    status: DocumentStatus
+    chunks: int
+    added: int
+    removed: int
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentInfo:
+    """A stored document: one per (owner, path).
+
+    ``format``: ``markdown``, ``text`` or ``pdf``. ``content_hash``: SHA-256
+    (hex) of the bytes last ingested; ``byte_size`` their length in bytes.
+    ``chunk_ids``: its chunk memories in document order (an id appears twice
+    when two chunks have the same text).
+    """
+
+    path: str
+    owner: str
+    doc_id: str
+    format: str
+    content_hash: str
+    byte_size: int
+    chunk_ids: tuple[str, ...]
+    ingested_at: datetime
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,8 +15,10 @@ from datetime import UTC, datetime
 from typing import Literal
 
 from tribal_memory.auth import ApiKeys, Caller
+from tribal_memory.chunk_context import chunk_context
 from tribal_memory.config import Settings
 from tribal_memory.db import Database, make_engine, migrate
+from tribal_memory.documents import DocumentIndex
 from tribal_memory.embeddings.base import Embedder, Vector
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
 from tribal_memory.errors import Conflict, InvalidInput, NotFound, StoreUnavailable, TooLarge
@@ -28,8 +30,11 @@ from tribal_memory.learned.stats import Bucket, RetrievalStats, retrieval_stats
 from tribal_memory.maintenance import ConsistencyReport, check_consistency, prune_orphans
 from tribal_memory.models import (
     MEMORY_KINDS,
+    SHARED_OWNER,
     Anchor,
     CaptureResult,
+    DocumentInfo,
+    DocumentResult,
     FeedbackResult,
     LearnedParts,
     Memory,
@@ -103,6 +108,7 @@ class MemoryService:
         # stores a row pointing at it (relate, feedback, anchors), so a concurrent
         # delete cannot slip in between and leave that row orphaned.
         self._references_lock = threading.RLock()
+        self.document_index = DocumentIndex(self)
 
     def close(self) -> None:
         """Release database connections. The service is unusable afterwards."""
@@ -392,6 +398,64 @@ class MemoryService:
             self.graph.forget(memory_id)
             forget_learned(self.db, [memory_id])
 
+    def delete_many(self, memory_ids: Sequence[str], *, owner: str | None = None) -> int:
+        """:meth:`delete` for many memories in one store write.
+
+        Ids that are not stored or not visible to ``owner`` are skipped (not an error).
+
+        Returns:
+            How many memories were deleted.
+        """
+        with self._references_lock:
+            found = self.store.get(list(dict.fromkeys(memory_ids)))
+            ids = [memory_id for memory_id, memory in found.items() if _visible(memory, owner)]
+            deleted = self.store.delete(ids)
+            for memory_id in ids:
+                self.graph.forget(memory_id)
+            forget_learned(self.db, ids)
+            return deleted
+
+    # -- documents --------------------------------------------------------------
+
+    def ingest_document(
+        self, path: str, data: bytes | str, *, owner: str = SHARED_OWNER
+    ) -> DocumentResult:
+        """Create, update or skip a document (.md, .markdown, .txt, .pdf) and its chunks.
+
+        See :mod:`tribal_memory.documents`: an unchanged document (same bytes)
+        is skipped; a changed one has its chunks replaced, and learned data of
+        the chunks it lost is dropped.
+
+        Args:
+            path: The document's path (its chunks' ``source``); the extension
+                picks the format.
+            data: Its bytes; a ``str`` is encoded as UTF-8 (not for PDF).
+            owner: Owner of the document and its chunks.
+
+        Raises:
+            InvalidInput: bad path or owner, unsupported format, text that is
+                not UTF-8, a corrupt, encrypted or text-less PDF.
+            TooLarge: over ``max_document_bytes``, or a chunk over ``max_content_chars``.
+            StoreUnavailable / EmbeddingError: storing failed (ingesting again retries).
+        """
+        raw = data.encode("utf-8") if isinstance(data, str) else data
+        return self.document_index.ingest(path, raw, owner=owner)
+
+    def documents(self, *, owner: str | None = None) -> list[DocumentInfo]:
+        """Ingested documents of ``owner`` and shared ones (None: all), by owner and path."""
+        return self.document_index.documents(owner=owner)
+
+    def delete_document(self, path: str, *, owner: str | None = None) -> DocumentResult:
+        """Delete a document with its chunks (and everything learned about them).
+
+        Chunks whose text another document of the owner also holds stay.
+
+        Raises:
+            NotFound: no document at ``path`` visible to ``owner``.
+            InvalidInput: ``owner`` is None and several owners have that path.
+        """
+        return self.document_index.delete(path, owner=owner)
+
     # -- retrieval --------------------------------------------------------------
 
     def recall(
@@ -402,6 +466,7 @@ class MemoryService:
         filters: SearchFilters | None = None,
         min_score: float = 0.0,
         learned: LearnedParts | None = None,
+        context: bool = False,
     ) -> SearchResult:
         """Embedding-similarity recall (:meth:`search` with ``mode="vector"``).
 
@@ -415,7 +480,13 @@ class MemoryService:
             InvalidInput: empty query or k < 1. TooLarge: k over ``max_k``.
         """
         return self.search(
-            query, k=k, filters=filters, mode="vector", min_score=min_score, learned=learned
+            query,
+            k=k,
+            filters=filters,
+            mode="vector",
+            min_score=min_score,
+            learned=learned,
+            context=context,
         )
 
     def search(
@@ -427,6 +498,7 @@ class MemoryService:
         mode: SearchMode = "hybrid",
         min_score: float = 0.0,
         learned: LearnedParts | None = None,
+        context: bool = False,
     ) -> SearchResult:
         """Hybrid (vector + BM25) search over memories passing ``filters``.
 
@@ -437,7 +509,9 @@ class MemoryService:
         layer (:mod:`tribal_memory.learned.layer`) then applies the parts in
         ``learned``; None means the owner's A/B variant: the parts switched on
         in settings for ``learned``, none for ``baseline``. With no learned data
-        yet, results equal plain search exactly.
+        yet, results equal plain search exactly. With ``context``, the result
+        also carries each document chunk hit's parent and neighbouring chunks
+        (:func:`tribal_memory.chunk_context.chunk_context`), apart from the hits.
 
         Returns:
             A :class:`SearchResult`; every hit has its fused ``score`` and its
@@ -459,9 +533,15 @@ class MemoryService:
         if learned is None:
             variant = self.retriever.variant_for(scope_of(filters))
             learned = self.settings.learned_parts if variant == "learned" else LearnedParts.none()
-        return self.retriever.search(
+        result = self.retriever.search(
             query, k=k, filters=filters, mode=mode, min_score=min_score, parts=learned
         )
+        if not context:
+            return result
+        found = chunk_context(
+            result.hits, store=self.store, documents=self.document_index, filters=filters
+        )
+        return dataclasses.replace(result, context=found)
 
     # -- the learned layer ----------------------------------------------------------
 
@@ -474,6 +554,7 @@ class MemoryService:
         mode: SearchMode = "hybrid",
         min_score: float = 0.0,
         learned: LearnedParts | None = None,
+        context: bool = False,
     ) -> SearchResult:
         """:meth:`search`, logged as a retrieval event that usage feedback can refer to.
 
@@ -486,7 +567,13 @@ class MemoryService:
         """
         filters = filters or SearchFilters()
         result = self.search(
-            query, k=k, filters=filters, mode=mode, min_score=min_score, learned=learned
+            query,
+            k=k,
+            filters=filters,
+            mode=mode,
+            min_score=min_score,
+            learned=learned,
+            context=context,
         )
         parts = (
             learned
@@ -654,11 +741,18 @@ class MemoryService:
     def relations(self, memory_id: str, *, owner: str | None = None) -> list[Relation]:
         """Edges touching the memory (either direction), newest first.
 
+        Edges whose other end ``owner`` cannot see are left out (they would
+        reveal that memory's id).
+
         Raises:
             NotFound: no such memory visible to ``owner``.
         """
         self.get(memory_id, owner=owner)
-        return self.graph.edges_of([memory_id])
+        edges = self.graph.edges_of([memory_id])
+        if owner is None:
+            return edges
+        visible = self.get_many([i for e in edges for i in (e.source_id, e.target_id)], owner=owner)
+        return [e for e in edges if e.source_id in visible and e.target_id in visible]
 
     def neighbors(
         self, memory_id: str, *, steps: int = 1, owner: str | None = None

@@ -1,4 +1,4 @@
-"""SQLAlchemy 2.0 typed tables: relations and the learned layer (DESIGN §2).
+"""SQLAlchemy 2.0 typed tables: relations, the learned layer (DESIGN §2), API keys, documents.
 
 Schema changes go through Alembic migrations in ``migrations/``; this module
 is their source of truth (``target_metadata``) and is never used to create
@@ -144,3 +144,32 @@ class ApiKeyRow(Base):
     secret_hash: Mapped[str] = mapped_column(String(64))
     label: Mapped[str] = mapped_column(String(256), default="")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class DocumentRow(Base):
+    """An ingested document: one row per (owner, path).
+
+    ``content_hash``: SHA-256 (hex) of the bytes last ingested; ``chunking``:
+    the chunker version and chunk sizes they were cut with (``v1:512/20``).
+
+    ``chunks`` lists the document's chunk memories in order, each
+    ``{"memory_id": str, "parent_id": str | None, "metadata": {...}}``: the
+    id plus the fields that place the chunk in this document (its index is its
+    position). A chunk whose text also occurs in another document of the same
+    owner is one memory; the placement kept here lets it be re-pointed at the
+    other document when this one drops it.
+    """
+
+    __tablename__ = "documents"
+
+    owner: Mapped[str] = mapped_column(String(128), primary_key=True)
+    path: Mapped[str] = mapped_column(String(1024), primary_key=True)
+    doc_id: Mapped[str] = mapped_column(String(64))
+    content_hash: Mapped[str] = mapped_column(String(64))
+    chunking: Mapped[str] = mapped_column(String(64))
+    format: Mapped[str] = mapped_column(String(16))
+    chunks: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)
+    byte_size: Mapped[int] = mapped_column(Integer)
+    ingested_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    __table_args__ = (Index("ix_documents_doc_id", "owner", "doc_id"),)

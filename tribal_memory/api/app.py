@@ -21,6 +21,7 @@ from tribal_memory.api.auth import AUTH_DEPENDENCIES, AUTH_STATE_KEY, authentica
 from tribal_memory.api.context import context
 from tribal_memory.api.deps import DEPENDENCIES, SERVICE_STATE_KEY
 from tribal_memory.api.docs import openapi_config, swagger_static_router
+from tribal_memory.api.documents import DocumentsController
 from tribal_memory.api.errors import EXCEPTION_HANDLERS
 from tribal_memory.api.health import health
 from tribal_memory.api.learned import AnchorsController, FeedbackController, VariantsController
@@ -87,6 +88,7 @@ def create_app(settings: Settings, *, embedder: Embedder | None = None) -> Lites
             MemoriesController,
             RetrievalController,
             RelationsController,
+            DocumentsController,
             FeedbackController,
             AnchorsController,
             VariantsController,

@@ -7,6 +7,7 @@ import msgspec
 from tribal_memory.api.schemas import (
     AnchorOut,
     CaptureOut,
+    ChunkContextOut,
     CurvePointOut,
     FeedbackOut,
     HitOut,
@@ -23,6 +24,7 @@ from tribal_memory.learned.stats import RetrievalStats, UsageCounts
 from tribal_memory.models import (
     Anchor,
     CaptureResult,
+    ChunkContext,
     FeedbackResult,
     Hit,
     Memory,
@@ -111,6 +113,21 @@ def search_out(result: SearchResult) -> SearchOut:
         variant=result.variant,
         cached=result.cached,
         retrieval_id=result.retrieval_id,
+        context=[context_out(entry) for entry in result.context],
+    )
+
+
+def _optional_memory(memory: Memory | None) -> MemoryOut | None:
+    return None if memory is None else memory_out(memory)
+
+
+def context_out(context: ChunkContext) -> ChunkContextOut:
+    """Response body of a :class:`ChunkContext`."""
+    return ChunkContextOut(
+        memory_id=context.memory_id,
+        parent=_optional_memory(context.parent),
+        previous=_optional_memory(context.previous),
+        next=_optional_memory(context.next),
     )
 
 

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
 from litestar.datastructures import State
 from litestar.di import NamedDependency, Provide
-from litestar.params import QueryParameter
 
 from tribal_memory.errors import StoreUnavailable
 from tribal_memory.service import MemoryService
@@ -32,9 +29,3 @@ Service = NamedDependency[MemoryService]
 
 DEPENDENCIES = {"service": Provide(provide_service, sync_to_thread=False)}
 """Handlers declare ``service: Service`` and get the app's open service."""
-
-Owner = Annotated[
-    str | None,
-    QueryParameter(description="When given, only this owner's and shared memories are visible."),
-]
-"""The optional ``?owner=`` query parameter scoping a request to one owner."""

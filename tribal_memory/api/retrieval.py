@@ -30,6 +30,7 @@ def _search(
         mode=mode,
         min_score=data.min_score,
         learned=data.learned_parts(),
+        context=data.context,
     )
     return search_out(result)
 

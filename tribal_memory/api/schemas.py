@@ -162,6 +162,9 @@ class RecallRequest(_Request):
     bounds on ``event_time`` (or ``created_at`` when it has none). Hits scoring
     under ``min_score`` are dropped.
 
+    ``context``: also return, apart from the hits, the parent heading chunk
+    and the previous/next chunks of each document chunk hit.
+
     ``feedback``: log the retrieval so usage feedback can name it (the
     response carries its ``retrieval_id``). ``learned``: the learned parts to
     use, from ``cache``, ``expansion``, ``feedback``, ``anchors`` (``[]``: plain
@@ -180,6 +183,7 @@ class RecallRequest(_Request):
     min_score: Score = 0.0
     feedback: bool = False
     learned: list[str] | None = None
+    context: bool = False
 
     def learned_parts(self) -> LearnedParts | None:
         """The core :class:`LearnedParts` named by ``learned`` (None: the owner's variant).
@@ -253,6 +257,21 @@ class HitOut(msgspec.Struct):
     anchor_match: float | None
 
 
+class ChunkContextOut(msgspec.Struct):
+    """Surroundings of the chunk hit ``memory_id``, each null when there is none.
+
+    ``parent``: the memory its ``parent_id`` names (the chunk opening its
+    section, or for a section's first chunk the one opening the enclosing
+    section). ``previous``/``next``: the chunks around it in the same document
+    and section. Only memories of the hit's owner visible to the search appear.
+    """
+
+    memory_id: str
+    parent: MemoryOut | None
+    previous: MemoryOut | None
+    next: MemoryOut | None
+
+
 class SearchOut(msgspec.Struct):
     """Hits in rank order (empty: nothing matched) and how they were found.
 
@@ -261,6 +280,8 @@ class SearchOut(msgspec.Struct):
     milliseconds. ``variant``: ``learned`` when learned parts ranked the hits,
     else ``baseline``. ``cached``: the query cache answered. ``retrieval_id``:
     the logged retrieval to send feedback for (null unless ``feedback`` was asked).
+    ``context``: with ``"context": true``, one entry per document chunk hit
+    that has a parent or neighbour, in hit order (empty otherwise).
     """
 
     hits: list[HitOut]
@@ -270,6 +291,7 @@ class SearchOut(msgspec.Struct):
     variant: Variant
     cached: bool
     retrieval_id: str | None
+    context: list[ChunkContextOut] = msgspec.field(default_factory=list)
 
 
 # -- the learned layer ------------------------------------------------------------

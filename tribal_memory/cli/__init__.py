@@ -13,12 +13,12 @@ Every other setting comes from ``TRIBAL_*`` environment variables (see
 :class:`tribal_memory.config.Settings`).
 
 Modules: :mod:`.root` (the typer app, its error handling, global options and
-what each command shares), :mod:`.commands`, :mod:`.learned` (feedback,
-anchors, variants), :mod:`.keys` (API keys), :mod:`.maintenance` (``check``,
-``backup``, ``restore``), :mod:`.transfer` (``export`` and
-``import``), :mod:`.agent` (``mcp`` and ``context``), :mod:`.bench` (the
-``bench`` sub-commands) and :mod:`.output` (JSON lines, tables, progress bars,
-errors).
+what each command shares), :mod:`.commands`, :mod:`.documents` (``ingest``,
+``documents``), :mod:`.learned` (feedback, anchors, variants), :mod:`.keys`
+(API keys), :mod:`.maintenance` (``check``, ``backup``, ``restore``),
+:mod:`.transfer` (``export`` and ``import``), :mod:`.agent` (``mcp`` and
+``context``), :mod:`.bench` (the ``bench`` sub-commands) and :mod:`.output`
+(JSON lines, tables, progress bars, errors).
 """
 
 # Importing the command modules registers their commands on ``app``.
@@ -26,6 +26,7 @@ from tribal_memory.cli import (  # noqa: F401
     agent,
     bench,
     commands,
+    documents,
     keys,
     learned,
     maintenance,

@@ -17,6 +17,7 @@ from typing import Annotated
 import anyio
 import typer
 
+from tribal_memory.auth import auth_enabled
 from tribal_memory.cli.root import DataDirOption, JsonOption, _Run, app
 from tribal_memory.errors import InvalidInput
 
@@ -64,11 +65,22 @@ def mcp(
     ] = DEFAULT_MCP_PORT,
     data_dir: DataDirOption = None,
 ) -> None:
-    """Serve memory_search, memory_get, memory_feedback and memory_capture over MCP."""
+    """Serve memory_search, memory_get, memory_feedback and memory_capture over MCP.
+
+    The tools act for ``--agent`` (all owners without it). Over HTTP the MCP
+    endpoint checks no API keys, so it refuses a non-loopback ``--host``
+    unless ``TRIBAL_AUTH=off``.
+    """
     from tribal_memory.mcp import HttpBackend, ServiceBackend, ToolBackend, serve_http, serve_stdio
 
     run = _Run(ctx, data_dir, None)
     owner = agent.strip() if agent and agent.strip() else None
+    if transport is Transport.http and auth_enabled(run.settings().auth, host):
+        # The MCP endpoint checks no API keys: it must not be reachable from elsewhere.
+        raise InvalidInput(
+            f"MCP over HTTP checks no API keys, so it binds only to loopback, not {host!r} "
+            "(TRIBAL_AUTH=off allows it)"
+        )
 
     def serve(backend: ToolBackend) -> None:
         try:

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-import time
 from datetime import UTC, datetime
 from enum import StrEnum
-from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
@@ -21,7 +19,6 @@ from tribal_memory.cli.output import (
     _plain,
     _print_hits,
     _print_retrieval_stats,
-    _progress,
     _relation_dict,
     _retrieval_stats_dict,
     _snippet,
@@ -37,12 +34,6 @@ from tribal_memory.models import (
     SearchFilters,
 )
 
-if TYPE_CHECKING:
-    from tribal_memory.service import MemoryService
-
-INGEST_BATCH = 64
-"""Memories per ``capture_batch`` call while ingesting (capped by ``max_batch_size``)."""
-
 OwnerOption = Annotated[
     str | None, typer.Option("--owner", "-o", help="Only this owner's and shared memories.")
 ]
@@ -55,6 +46,14 @@ FeedbackOption = Annotated[
     typer.Option(
         "--feedback",
         help="Log the retrieval for usage feedback and print its id (JSON: on every hit).",
+    ),
+]
+ContextOption = Annotated[
+    bool,
+    typer.Option(
+        "--context",
+        help="Also show each document chunk hit's parent heading chunk and the chunks "
+        "before and after it (JSON: a context field on each hit).",
     ),
 ]
 LearnedOption = Annotated[
@@ -89,14 +88,6 @@ class Bucket(StrEnum):
 
     day = "day"
     week = "week"
-
-
-class Format(StrEnum):
-    """Input formats of ``ingest``."""
-
-    auto = "auto"
-    text = "text"
-    locomo = "locomo"
 
 
 # -- commands -----------------------------------------------------------------------
@@ -161,72 +152,6 @@ def capture(
 
 
 @app.command()
-def ingest(
-    ctx: typer.Context,
-    paths: Annotated[list[Path], typer.Argument(help="Files or directories (recursive).")],
-    owner: Annotated[
-        str, typer.Option("--owner", "-o", help="Owner of document chunks (LoCoMo: sample_id).")
-    ] = SHARED_OWNER,
-    format: Annotated[
-        Format,
-        typer.Option(help="auto: .md/.markdown/.txt as text, a .json file named here as LoCoMo."),
-    ] = Format.auto,
-    root: Annotated[
-        Path | None,
-        typer.Option(help="Record document paths relative to this (default: current dir)."),
-    ] = None,
-    data_dir: DataDirOption = None,
-    json_out: JsonOption = None,
-) -> None:
-    """Chunk documents (or load LoCoMo conversations) into memories."""
-    from tribal_memory.ingest import load_paths
-
-    run = _Run(ctx, data_dir, json_out)
-    started = time.perf_counter()
-    loaded = load_paths(paths, owner=owner, root=root or Path.cwd(), format=format.value)
-    items = loaded.memories
-    loaded_s = time.perf_counter() - started
-
-    with run.service() as service:
-        started = time.perf_counter()
-        counts = _capture_all(run, service, items)
-        seconds = loaded_s + time.perf_counter() - started
-    files, skipped = loaded.files, loaded.skipped
-    summary = {
-        "files": files,
-        "skipped": skipped,
-        "memories": len(items),
-        **counts,
-        "seconds": round(seconds, 3),
-        "memories_per_s": round(len(items) / seconds, 1) if seconds > 0 else 0.0,
-    }
-    if run.json:
-        run.emit(summary)
-    else:
-        run.out.print(
-            f"{files} file{'' if files == 1 else 's'} ({skipped} skipped): {len(items)} memories, "
-            f"{counts['created']} created, {counts['exists']} already stored, "
-            f"{counts['near_duplicates']} near-duplicates in {seconds:.1f} s "
-            f"({summary['memories_per_s']} memories/s)"
-        )
-
-
-def _capture_all(run: _Run, service: MemoryService, items: list[MemoryInput]) -> dict[str, int]:
-    """Capture in batches with a progress bar; counts of created, exists, near-duplicates."""
-    counts = {"created": 0, "exists": 0, "near_duplicates": 0}
-    batch = min(INGEST_BATCH, service.settings.max_batch_size)
-    with _progress(run, "ingesting", len(items)) as advance:
-        for offset in range(0, len(items), batch):
-            for result in service.capture_batch(items[offset : offset + batch]):
-                counts[result.status] += 1
-                counts["near_duplicates"] += result.near_duplicate_of is not None
-            advance(min(batch, len(items) - offset))
-    if counts["created"]:
-        service.optimize()  # fold the new rows into the full-text index
-    return counts
-
-
-@app.command()
 def recall(
     ctx: typer.Context,
     query: QueryArgument,
@@ -235,6 +160,7 @@ def recall(
     min_score: MinScoreOption = 0.0,
     feedback: FeedbackOption = False,
     learned: LearnedOption = None,
+    context: ContextOption = False,
     data_dir: DataDirOption = None,
     json_out: JsonOption = None,
 ) -> None:
@@ -244,8 +170,16 @@ def recall(
     parts = _parse_learned(learned)
     with run.service() as service:
         ask = service.recall_with_feedback if feedback else service.search
-        result = ask(query, k=k, filters=filters, mode="vector", min_score=min_score, learned=parts)
-    _print_hits(run, result)
+        result = ask(
+            query,
+            k=k,
+            filters=filters,
+            mode="vector",
+            min_score=min_score,
+            learned=parts,
+            context=context,
+        )
+    _print_hits(run, result, context=context)
 
 
 @app.command()
@@ -269,6 +203,7 @@ def search(
     min_score: MinScoreOption = 0.0,
     feedback: FeedbackOption = False,
     learned: LearnedOption = None,
+    context: ContextOption = False,
     data_dir: DataDirOption = None,
     json_out: JsonOption = None,
 ) -> None:
@@ -286,9 +221,15 @@ def search(
     with run.service() as service:
         ask = service.recall_with_feedback if feedback else service.search
         result = ask(
-            query, k=k, filters=filters, mode=mode.value, min_score=min_score, learned=parts
+            query,
+            k=k,
+            filters=filters,
+            mode=mode.value,
+            min_score=min_score,
+            learned=parts,
+            context=context,
         )
-    _print_hits(run, result)
+    _print_hits(run, result, context=context)
 
 
 @app.command()

@@ -18,6 +18,8 @@ from rich.table import Table
 from tribal_memory.models import (
     Anchor,
     CaptureResult,
+    ChunkContext,
+    DocumentResult,
     FeedbackResult,
     Hit,
     Memory,
@@ -78,14 +80,54 @@ def _capture_line(result: CaptureResult) -> str:
     return line
 
 
-def _print_hits(run: _Run, result: SearchResult) -> None:
+def _context_dict(context: ChunkContext | None) -> dict[str, Any] | None:
+    if context is None:
+        return None
+    return {
+        name: None if memory is None else _memory_dict(memory)
+        for name, memory in (
+            ("parent", context.parent),
+            ("previous", context.previous),
+            ("next", context.next),
+        )
+    }
+
+
+def _print_context(run: _Run, result: SearchResult) -> None:
+    """The parent and neighbouring chunks of each chunk hit, under the hits table."""
+    ranks = {hit.memory.memory_id: hit.rank for hit in result.hits}
+    table = Table("#", "context", "content", "id", title="context of document chunks")
+    for entry in result.context:
+        for name, memory in (
+            ("parent", entry.parent),
+            ("previous", entry.previous),
+            ("next", entry.next),
+        ):
+            if memory is not None:
+                table.add_row(
+                    str(ranks.get(entry.memory_id, "-")),
+                    name,
+                    _snippet(memory.content),
+                    memory.memory_id,
+                )
+    run.out.print(table)
+
+
+def _print_hits(run: _Run, result: SearchResult, *, context: bool = False) -> None:
     """One JSON line per hit, or a table followed by the retrieval id (``--feedback``).
 
     A JSON line holds the rank, scores and learned flags of the hit, the
-    result's mode, fallback, variant and retrieval id, and the memory.
+    result's mode, fallback, variant and retrieval id, and the memory; with
+    ``context``, also ``"context": {"parent", "previous", "next"}`` (memories
+    or null; null as a whole for a hit without any). On a terminal the context
+    follows the hits in a table of its own.
     """
+    contexts = {entry.memory_id: entry for entry in result.context}
     if run.json:
         for hit in result.hits:
+            extra = (
+                {"context": _context_dict(contexts.get(hit.memory.memory_id))} if context else {}
+            )
             run.emit(
                 {
                     "rank": hit.rank,
@@ -101,6 +143,7 @@ def _print_hits(run: _Run, result: SearchResult) -> None:
                     "variant": result.variant,
                     "retrieval_id": result.retrieval_id,
                     **_memory_dict(hit.memory),
+                    **extra,
                 }
             )
         return
@@ -126,6 +169,8 @@ def _print_hits(run: _Run, result: SearchResult) -> None:
                 hit.memory.memory_id,
             )
         run.out.print(table)
+    if context and result.context:
+        _print_context(run, result)
     if result.retrieval_id is not None:
         run.out.print(
             f"retrieval id {result.retrieval_id} "
@@ -143,6 +188,17 @@ def _learned_note(hit: Hit) -> str:
     if hit.expanded_from is not None:
         notes.append(f"via {_snippet(hit.expanded_from)!r}")
     return ", ".join(notes)
+
+
+# -- documents --------------------------------------------------------------------------
+
+
+def _document_line(result: DocumentResult) -> str:
+    """``created docs/a.md (alice): 4 chunks, 4 added, 0 removed``."""
+    return (
+        f"{result.status} {result.path} ({result.owner}): {result.chunks} chunks, "
+        f"{result.added} added, {result.removed} removed"
+    )
 
 
 # -- the learned layer -----------------------------------------------------------------

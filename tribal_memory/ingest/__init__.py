@@ -1,12 +1,20 @@
-"""Turning files into memories: documents (Markdown, text) and LoCoMo conversations."""
+"""Turning files into memories: documents (Markdown, text, PDF) and LoCoMo conversations.
+
+Modules: :mod:`.documents` (formats, metadata, heading hierarchy),
+:mod:`.chunking` (sections and token-sized chunks), :mod:`.tokens` (the model's
+tokenizer), :mod:`.pdf` (page text), :mod:`.sync` (folders to owners, sync and
+watch), :mod:`.locomo`.
+"""
 
 from tribal_memory.ingest.documents import (
     DOCUMENT_SUFFIXES,
     LoadedFiles,
     doc_id_for,
+    document_format,
     iter_paths,
     load_document,
     load_paths,
+    parse_document,
 )
 from tribal_memory.ingest.locomo import LocomoQuestion, LocomoSample, iter_memories, load_locomo
 
@@ -16,9 +24,11 @@ __all__ = [
     "LocomoQuestion",
     "LocomoSample",
     "doc_id_for",
+    "document_format",
     "iter_memories",
     "iter_paths",
     "load_document",
     "load_locomo",
     "load_paths",
+    "parse_document",
 ]

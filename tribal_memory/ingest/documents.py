@@ -1,52 +1,60 @@
-"""Plain-text and Markdown documents as chunk memories.
+"""Documents (Markdown, plain text, PDF) as chunk memories with a heading hierarchy.
 
-A document is split into sections at its Markdown ATX headings (``#`` to
-``######``, outside fenced code blocks; a ``.txt`` file is one section), and
-each section into chunks of at most ``max_tokens`` tokens that overlap by about
-``overlap_tokens``. A chunk's content is the exact text of the file from its
-first to its last word (line breaks and indentation kept), and its metadata
-records where it came from::
+:func:`parse_document` turns a document's bytes into ``kind="chunk"``
+memories, chunked by :mod:`tribal_memory.ingest.chunking` (token-sized, with
+overlap, split at Markdown headings). The format comes from the name's
+extension: ``.md``/``.markdown`` (Markdown), ``.txt`` (plain text, one
+section), ``.pdf`` (the text pypdf extracts from each page; one section). Each
+chunk records where it came from::
 
     {"fragment_id": "<doc_id>-chunk-<n>", "heading": "Intro > Setup",
-     "start_line": 12, "end_line": 30}        # 1-based, inclusive
+     "start_line": 12, "end_line": 30,      # 1-based, inclusive
+     "section": 3, "tokens": 498,           # section index, model tokens
+     "page_start": 2, "page_end": 3}        # PDF only, 1-based, inclusive
 
-Token counts are estimated, not computed with the embedding model's tokenizer:
-a whitespace-separated word costs ``max(1.3, len(word) / 4)`` tokens (about 1.3
-WordPiece tokens per English word; one per 4 characters for long words such as
-URLs or identifiers). A chunk ends at a line break when one falls in its second
-half, so prose chunks usually hold whole lines.
+Line numbers of a PDF refer to its extracted text: the lines of every page,
+pages one after another.
 
-Sections that hold nothing but their heading become no chunk (the heading is
-kept in the ``heading`` path of the sections below it).
+Heading hierarchy (``parent_id``): the first chunk of a section starts with
+its heading line and stands for that heading. Every other chunk of the section
+has that first chunk as parent; a section's first chunk has as parent the
+first chunk of the nearest enclosing (higher-level) section that has chunks,
+else None. A section holding nothing but its heading becomes no chunk (its
+title stays in the ``heading`` path of the sections below it), so a parent
+always names a chunk of the same document. Ids are
+:func:`~tribal_memory.models.memory_id_for` of owner and chunk text, the ids
+capture will give.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from tribal_memory.errors import InvalidInput
+from tribal_memory.ingest.chunking import Chunk, Section, chunk_lines
 from tribal_memory.ingest.locomo import iter_memories, load_locomo
-from tribal_memory.models import MemoryInput
+from tribal_memory.ingest.pdf import pdf_pages
+from tribal_memory.models import MemoryInput, memory_id_for
 
-DOCUMENT_SUFFIXES: tuple[str, ...] = (".md", ".markdown", ".txt")
-"""File name endings :func:`load_document` reads (compared case-insensitively)."""
-MARKDOWN_SUFFIXES: tuple[str, ...] = (".md", ".markdown")
+DocumentFormat = Literal["markdown", "text", "pdf"]
+FORMATS: dict[str, DocumentFormat] = {
+    ".md": "markdown",
+    ".markdown": "markdown",
+    ".txt": "text",
+    ".pdf": "pdf",
+}
+DOCUMENT_SUFFIXES: tuple[str, ...] = tuple(FORMATS)
+"""File name endings read as documents (compared case-insensitively)."""
 
-DEFAULT_MAX_TOKENS = 256  # the default model reads 256 tokens; longer chunks lose their tail
+DEFAULT_MAX_TOKENS = 512
 DEFAULT_OVERLAP_TOKENS = 20
-TOKENS_PER_WORD = 1.3
-CHARS_PER_TOKEN = 4.0
 
 _DOC_NAMESPACE = uuid.UUID("0b6f2d8e-3c41-4d7a-9f25-8a1e6c9b4d30")
-_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_WORD = re.compile(r"\S+")
 
 
 def doc_id_for(relative_path: str) -> str:
@@ -54,25 +62,16 @@ def doc_id_for(relative_path: str) -> str:
     return str(uuid.uuid5(_DOC_NAMESPACE, relative_path))
 
 
-def estimate_tokens(word: str) -> float:
-    """Estimated model tokens of one whitespace-separated word (see the module docstring)."""
-    return max(TOKENS_PER_WORD, len(word) / CHARS_PER_TOKEN)
+def document_format(name: str) -> DocumentFormat:
+    """The format a document name's extension selects.
 
-
-@dataclass(frozen=True, slots=True)
-class _Word:
-    line: int  # 0-based index into the file's lines
-    start: int  # character offsets within that line
-    end: int
-    tokens: float
-
-
-@dataclass(frozen=True, slots=True)
-class _Section:
-    heading: str  # "Intro > Setup"; "" before the first heading and in plain text
-    first_line: int  # 0-based, inclusive
-    last_line: int  # 0-based, exclusive
-    has_body: bool  # holds a non-blank line that is not its heading
+    Raises:
+        InvalidInput: the extension is not one of :data:`DOCUMENT_SUFFIXES`.
+    """
+    suffix = os.path.splitext(name)[1].lower()
+    if suffix not in FORMATS:
+        raise InvalidInput(f"{name}: not a document ({', '.join(DOCUMENT_SUFFIXES)})")
+    return FORMATS[suffix]
 
 
 def iter_paths(paths: Iterable[Path]) -> Iterator[Path]:
@@ -172,146 +171,139 @@ def load_document(
     max_tokens: int = DEFAULT_MAX_TOKENS,
     overlap_tokens: int = DEFAULT_OVERLAP_TOKENS,
 ) -> list[MemoryInput]:
-    """Read a ``.md``/``.markdown``/``.txt`` file and chunk it into memories.
+    """Read a document file and chunk it (see :func:`parse_document`).
 
     Args:
-        path: The file (UTF-8; a byte-order mark is dropped).
+        path: The file.
         owner: Owner of every chunk.
         root: ``source`` and ``doc_id`` use the path relative to it (absolute
             when None or when ``path`` is outside it).
-        max_tokens: Largest estimated size of a chunk, in tokens.
-        overlap_tokens: Estimated tokens each chunk repeats from the end of
-            the one before it in the same section (0 for none).
-
-    Returns:
-        One ``kind="chunk"`` memory per chunk, ``chunk_index`` 0..n-1 in file
-        order; an empty list for a file without text.
+        max_tokens: Most model tokens in a chunk.
+        overlap_tokens: Most tokens a chunk repeats from the one before it.
 
     Raises:
-        InvalidInput: unsupported extension, unreadable or non-UTF-8 file, or
-            sizes out of range (``max_tokens < 1``, overlap not below it).
+        InvalidInput: unreadable file, or as :func:`parse_document`.
+    """
+    document_format(path.name)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InvalidInput(f"cannot read {path}: {exc.strerror or exc}") from exc
+    return parse_document(
+        relative_source(path, root),
+        data,
+        owner=owner,
+        max_tokens=max_tokens,
+        overlap_tokens=overlap_tokens,
+    )
+
+
+def document_lines(source: str, data: bytes) -> tuple[DocumentFormat, list[str], list[int]]:
+    """The format, the text lines and (PDF) the 1-based page of each line of a document.
+
+    Markdown and text must be UTF-8 (a byte-order mark is dropped); their page
+    list is empty.
+
+    Raises:
+        InvalidInput: unsupported extension, text that is not UTF-8, or a PDF
+            :func:`~tribal_memory.ingest.pdf.pdf_pages` refuses.
+    """
+    fmt = document_format(source)
+    if fmt == "pdf":
+        lines: list[str] = []
+        pages: list[int] = []
+        for number, page in enumerate(pdf_pages(data, source), start=1):
+            page_lines = page.splitlines()
+            lines.extend(page_lines)
+            pages.extend([number] * len(page_lines))
+        return fmt, lines, pages
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(f"{source} is not UTF-8 text: {exc.reason} at byte {exc.start}") from exc
+    return fmt, text.splitlines(), []
+
+
+def parse_document(
+    source: str,
+    data: bytes,
+    *,
+    owner: str,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+    overlap_tokens: int = DEFAULT_OVERLAP_TOKENS,
+) -> list[MemoryInput]:
+    """Chunk a document into memories with metadata and heading hierarchy.
+
+    Args:
+        source: The document's path as recorded in ``source``; its extension
+            picks the format and :func:`doc_id_for` of it is the ``doc_id``.
+        data: The document's bytes.
+        owner: Owner of every chunk (part of the ids, see the module docstring).
+        max_tokens: Most model tokens in a chunk (special tokens not counted).
+        overlap_tokens: Most tokens a chunk repeats from the one before it in
+            the same section (0 for none).
+
+    Returns:
+        One ``kind="chunk"`` memory per chunk, ``chunk_index`` 0..n-1 in
+        document order; [] for a document without text. Two chunks with the
+        same text have the same id (capture stores one memory).
+
+    Raises:
+        InvalidInput: unsupported extension, text that is not UTF-8, an
+            unreadable or text-less PDF, or sizes out of range
+            (``max_tokens < 1``, overlap not below it).
     """
     if max_tokens < 1 or not 0 <= overlap_tokens < max_tokens:
         raise InvalidInput("need max_tokens >= 1 and 0 <= overlap_tokens < max_tokens")
-    suffix = path.suffix.lower()
-    if suffix not in DOCUMENT_SUFFIXES:
-        raise InvalidInput(f"{path}: not a document ({', '.join(DOCUMENT_SUFFIXES)})")
-    try:
-        text = path.read_bytes().decode("utf-8-sig")
-    except OSError as exc:
-        raise InvalidInput(f"cannot read {path}: {exc.strerror or exc}") from exc
-    except UnicodeDecodeError as exc:
-        raise InvalidInput(f"{path} is not UTF-8 text: {exc.reason} at byte {exc.start}") from exc
-
-    lines = text.splitlines()
-    source = relative_source(path, root)
+    fmt, lines, pages = document_lines(source, data)
+    sections, chunks = chunk_lines(
+        lines, markdown=fmt == "markdown", max_tokens=max_tokens, overlap_tokens=overlap_tokens
+    )
     doc_id = doc_id_for(source)
-    sections = _sections(lines, markdown=suffix in MARKDOWN_SUFFIXES)
+    ids = [memory_id_for(owner.strip(), chunk.content) for chunk in chunks]
+    parents = _parent_ids(sections, chunks, ids)
     memories: list[MemoryInput] = []
-    for section in sections:
-        if not section.has_body:
-            continue
-        words = _words(lines, section.first_line, section.last_line)
-        for first, last in _chunk_spans(words, max_tokens, overlap_tokens):
-            index = len(memories)
-            memories.append(
-                MemoryInput(
-                    content=_text_between(lines, words[first], words[last]),
-                    owner=owner,
-                    kind="chunk",
-                    source=source,
-                    doc_id=doc_id,
-                    chunk_index=index,
-                    metadata={
-                        "fragment_id": f"{doc_id}-chunk-{index}",
-                        "heading": section.heading,
-                        "start_line": words[first].line + 1,
-                        "end_line": words[last].line + 1,
-                    },
-                )
+    for index, chunk in enumerate(chunks):
+        section = sections[chunk.section]
+        metadata: dict[str, Any] = {
+            "fragment_id": f"{doc_id}-chunk-{index}",
+            "heading": section.heading,
+            "start_line": chunk.start_line,
+            "end_line": chunk.end_line,
+            "section": chunk.section,
+            "tokens": chunk.tokens,
+        }
+        if pages:
+            metadata["page_start"] = pages[chunk.start_line - 1]
+            metadata["page_end"] = pages[chunk.end_line - 1]
+        memories.append(
+            MemoryInput(
+                content=chunk.content,
+                owner=owner,
+                kind="chunk",
+                source=source,
+                doc_id=doc_id,
+                chunk_index=index,
+                parent_id=parents[index],
+                metadata=metadata,
             )
+        )
     return memories
 
 
-def _sections(lines: list[str], *, markdown: bool) -> list[_Section]:
-    """Split lines at ATX headings outside fenced code; plain text is one section."""
-    starts: list[tuple[int, str]] = [(0, "")]
-    if markdown:
-        path: list[tuple[int, str]] = []  # (level, title) of the open headings
-        fence: str | None = None
-        for number, line in enumerate(lines):
-            if fence_match := _FENCE.match(line):
-                marker = fence_match.group(1)
-                if fence is None:
-                    fence = marker
-                elif marker[0] == fence[0] and len(marker) >= len(fence):
-                    fence = None
-                continue
-            if fence is None and (heading := _HEADING.match(line)):
-                level = len(heading.group(1))
-                path = [(lv, title) for lv, title in path if lv < level]
-                path.append((level, heading.group(2).strip()))
-                starts.append((number, " > ".join(title for _, title in path)))
-    sections: list[_Section] = []
-    bounds = [number for number, _ in starts[1:]] + [len(lines)]
-    for (first, title_path), last in zip(starts, bounds, strict=True):
-        body_from = first + 1 if title_path else first
-        has_body = any(line.strip() for line in lines[body_from:last])
-        if last > first:
-            sections.append(_Section(title_path, first, last, has_body))
-    return sections
-
-
-def _words(lines: list[str], first_line: int, last_line: int) -> list[_Word]:
-    return [
-        _Word(number, match.start(), match.end(), estimate_tokens(match.group()))
-        for number in range(first_line, last_line)
-        for match in _WORD.finditer(lines[number])
-    ]
-
-
-def _chunk_spans(
-    words: list[_Word], max_tokens: int, overlap_tokens: int
-) -> Iterator[tuple[int, int]]:
-    """Inclusive word-index spans of the chunks of one section.
-
-    Greedy: take words while the estimate stays within ``max_tokens`` (a
-    single word over it is a chunk of its own); end at a line break instead
-    when one lies in the second half of the span; start the next chunk up to
-    ``overlap_tokens`` back. Every chunk holds at least one word the chunk
-    before it did not.
-    """
-    start, fresh = 0, 0  # fresh: first word not in the previous chunk
-    while start < len(words):
-        end, total = start, 0.0  # end is exclusive
-        while end < len(words) and (end <= fresh or total + words[end].tokens <= max_tokens):
-            total += words[end].tokens
-            end += 1
-        if end < len(words):
-            for cut in range(end - 1, max(start + (end - start) // 2, fresh), -1):
-                if words[cut].line != words[cut - 1].line:
-                    end = cut
-                    break
-        yield start, end - 1
-        if end >= len(words):
-            return
-        previous_start, start, fresh = start, end, end
-        overlap = 0.0
-        while start - 1 > previous_start and overlap + words[start - 1].tokens <= overlap_tokens:
-            overlap += words[start - 1].tokens
-            start -= 1
-        if overlap + words[fresh].tokens > max_tokens:
-            start = fresh
-
-
-def _text_between(lines: list[str], first: _Word, last: _Word) -> str:
-    """The file's text from the start of ``first`` to the end of ``last``."""
-    if first.line == last.line:
-        return lines[first.line][first.start : last.end]
-    return "\n".join(
-        [
-            lines[first.line][first.start :],
-            *lines[first.line + 1 : last.line],
-            lines[last.line][: last.end],
-        ]
-    )
+def _parent_ids(sections: list[Section], chunks: list[Chunk], ids: list[str]) -> list[str | None]:
+    """``parent_id`` of each chunk (see the module docstring); never the chunk itself."""
+    heading_chunk: dict[int, str] = {}  # section index -> id of its first chunk
+    parents: list[str | None] = []
+    for chunk, memory_id in zip(chunks, ids, strict=True):
+        if chunk.section in heading_chunk:
+            parent: str | None = heading_chunk[chunk.section]
+        else:
+            heading_chunk[chunk.section] = memory_id
+            parent = None
+            enclosing = sections[chunk.section].enclosing
+            while enclosing is not None and parent is None:
+                parent = heading_chunk.get(enclosing)
+                enclosing = sections[enclosing].enclosing
+        parents.append(parent if parent != memory_id else None)
+    return parents

@@ -1,5 +1,5 @@
 """The learned retrieval layer (DESIGN §4): cache, expansion, feedback, anchors."""
 
-from tribal_memory.learned.invalidation import forget_learned
+from tribal_memory.learned.invalidation import forget_cached, forget_learned
 
-__all__ = ["forget_learned"]
+__all__ = ["forget_cached", "forget_learned"]

@@ -9,6 +9,8 @@ from sqlalchemy import String, cast, delete, or_, select
 from tribal_memory.db import Database
 from tribal_memory.tables import FactAnchorRow, QueryCacheRow, QueryFactWeightRow
 
+_LIKE_SLICE = 200
+
 
 def forget_learned(db: Database, memory_ids: Sequence[str]) -> int:
     """Delete cache entries, query weights and anchors that point at ``memory_ids``.
@@ -22,19 +24,40 @@ def forget_learned(db: Database, memory_ids: Sequence[str]) -> int:
     if not memory_ids:
         return 0
     ids = list(memory_ids)
-    removed = 0
+    removed = forget_cached(db, ids)
     with db.session() as session:
-        # memory_ids is a JSON list of UUIDs: a LIKE pre-filter, confirmed in Python.
-        candidates = session.scalars(
-            select(QueryCacheRow).where(
-                or_(*(cast(QueryCacheRow.memory_ids, String).like(f"%{i}%") for i in ids))
-            )
-        ).all()
-        for entry in candidates:
-            if set(entry.memory_ids) & set(ids):
-                session.delete(entry)
-                removed += 1
         for table in (QueryFactWeightRow, FactAnchorRow):
             result = session.execute(delete(table).where(table.memory_id.in_(ids)))
             removed += int(result.rowcount or 0)  # type: ignore[attr-defined]
+    return removed
+
+
+def forget_cached(db: Database, memory_ids: Sequence[str]) -> int:
+    """Delete the query-cache entries whose answer holds any of ``memory_ids``.
+
+    For memories whose fields changed but whose content did not (a document
+    chunk that moved): the cache keeps snapshots of the memories it returns,
+    while weights and anchors stay valid for unchanged content.
+
+    Returns:
+        Cache entries deleted.
+    """
+    if not memory_ids:
+        return 0
+    ids = list(dict.fromkeys(memory_ids))
+    removed = 0
+    with db.session() as session:
+        # memory_ids is a JSON list of UUIDs: a LIKE pre-filter, confirmed in Python,
+        # in slices (SQLite limits the depth of an OR chain).
+        for offset in range(0, len(ids), _LIKE_SLICE):
+            part = ids[offset : offset + _LIKE_SLICE]
+            candidates = session.scalars(
+                select(QueryCacheRow).where(
+                    or_(*(cast(QueryCacheRow.memory_ids, String).like(f"%{i}%") for i in part))
+                )
+            ).all()
+            for entry in candidates:
+                if set(entry.memory_ids) & set(part):
+                    session.delete(entry)
+                    removed += 1
     return removed
