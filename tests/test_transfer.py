@@ -92,7 +92,8 @@ def _populate(a: MemoryService) -> dict[str, str]:
     a.relate(ids[FACTS[1][0]], ids[FACTS[4][0]], "contrast")  # alice -> bob
     a.add_anchor(ids[FACTS[2][0]], "when is the launch?")
     a.pin_variant("bob", "baseline")
-    a.ingest_document("notes/ops.md", "# Ops\n\nThe pager rota changes on Mondays.\n", owner="alice")
+    note = "# Ops\n\nThe pager rota changes on Mondays.\n"
+    a.ingest_document("notes/ops.md", note, owner="alice")
     document = SearchFilters(owner="alice", sources=("notes/ops.md",))
     ids.update({m.content: m.memory_id for m in a.list_memories(document, limit=10)})
     alice = SearchFilters(owner="alice")
