@@ -13,6 +13,7 @@ import swagger_ui_bundle
 from litestar import Router
 from litestar.openapi.config import OpenAPIConfig
 from litestar.openapi.plugins import SwaggerRenderPlugin
+from litestar.openapi.spec import Components, SecurityScheme
 from litestar.static_files import create_static_files_router
 
 from tribal_memory import __version__
@@ -52,8 +53,13 @@ def openapi_config() -> OpenAPIConfig:
         version=__version__,
         description=(
             "Memory server for AI agents. Errors are always "
-            '{"error": code, "detail": message, "status": http_status}.'
+            '{"error": code, "detail": message, "status": http_status}. '
+            "When API keys are required (TRIBAL_AUTH), send 'Authorization: Bearer <key>'."
         ),
+        components=Components(
+            security_schemes={"apiKey": SecurityScheme(type="http", scheme="bearer")}
+        ),
+        security=[{"apiKey": []}],
         path="/schema",
         render_plugins=[swagger],
     )
