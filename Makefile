@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 DATA ?= ../shared/data/locomo-dev.json
 
-.PHONY: install run test lint bench serve clean
+.PHONY: install run test lint bench bench-perf serve clean
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -28,6 +28,10 @@ lint: install
 
 bench: install
 	$(VENV)/bin/tribal-memory bench locomo $(DATA) --out benchmarks/results/locomo-dev.json
+
+bench-perf: install
+	$(VENV)/bin/tribal-memory bench perf --sizes 10000,100000 --out benchmarks/results/perf.json \
+		--profile benchmarks/results/perf-profile-10k.txt
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

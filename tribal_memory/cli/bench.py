@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -121,3 +122,116 @@ def bench_learn(
         run.out.print(f"{mark:8s} {target['name']}: {target['value']} (target {target['target']})")
     if out is not None:
         run.out.print(f"report written to {out}")
+
+
+_PERF_COLUMNS = (
+    ("search_p50_ms", "p50 ms"),
+    ("search_p95_ms", "p95 ms"),
+    ("filtered_p50_ms", "5% p50"),
+    ("cache_hit_p50_ms", "cache p50"),
+    ("query_embed_p50_ms", "embed ms"),
+    ("baseline_search_p50_ms", "plain p50"),
+    ("capture_per_s", "capture/s"),
+    ("embed_per_s", "embed/s"),
+    ("rss_mb", "RSS MiB"),
+)
+
+
+def _sizes(text: str) -> list[int]:
+    from tribal_memory.errors import InvalidInput
+
+    try:
+        sizes = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError as exc:
+        raise InvalidInput(f"--sizes must be comma-separated integers, not {text!r}") from exc
+    if not sizes:
+        raise InvalidInput("--sizes must name at least one size")
+    return sizes
+
+
+@bench_app.command("perf")
+def bench_perf(
+    ctx: typer.Context,
+    out: Annotated[Path | None, typer.Option("--out", help="Write the JSON report here.")] = None,
+    sizes: Annotated[
+        str, typer.Option("--sizes", help="Comma-separated store sizes (memories).")
+    ] = "10000",
+    cache_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--cache-dir",
+            help="Cache of corpus embeddings (default: the user cache dir).",
+            file_okay=False,
+        ),
+    ] = None,
+    samples: Annotated[int, typer.Option(min=5, help="Timed requests per latency.")] = 300,
+    warmup: Annotated[int, typer.Option(min=0, help="Untimed requests before each.")] = 30,
+    capture_n: Annotated[
+        int, typer.Option("--capture-n", min=1, help="New facts for capture throughput.")
+    ] = 1024,
+    clients: Annotated[int, typer.Option(min=0, help="Concurrent locust clients (0: skip).")] = 16,
+    locust_s: Annotated[
+        int, typer.Option("--locust-s", min=1, help="Seconds of the locust run.")
+    ] = 20,
+    seed: Annotated[int, typer.Option(help="Seed of the generated corpus.")] = 0,
+    profile: Annotated[
+        Path | None,
+        typer.Option(
+            "--profile",
+            help="Profile in-process search at the smallest size; "
+            "write pyinstrument's report here.",
+        ),
+    ] = None,
+    json_out: JsonOption = None,
+) -> None:
+    """Speed and memory of a real server process: search, cache hit, capture, RSS, load."""
+    run = _Run(ctx, None, json_out)
+    from tribal_memory.bench.perf import run_perf_bench
+
+    report = run_perf_bench(
+        _sizes(sizes),
+        out,
+        cache_dir=cache_dir,
+        samples=samples,
+        warmup=warmup,
+        capture_n=capture_n,
+        clients=clients,
+        locust_s=locust_s,
+        seed=seed,
+        profile=profile,
+        command=" ".join(["tribal-memory", *sys.argv[1:]]),
+        log=None if run.json else run.err.print,
+    )
+    if run.json:
+        run.emit(report)
+        return
+    machine = report["machine"]
+    run.out.print(
+        f"{machine['cpu']}, {machine['cores']} cores, {machine['ram_gib']} GiB; "
+        f"load average at start {machine['load_avg_1_5_15_at_start']}"
+    )
+    table = Table("memories", *(label for _, label in _PERF_COLUMNS), title="bench perf")
+    for size, figures in report["sizes"].items():
+        table.add_row(size, *(_perf_value(figures.get(c)) for c, _ in _PERF_COLUMNS))
+    run.out.print(table)
+    for size, figures in report["sizes"].items():
+        run.out.print(
+            f"@{size}: search p50 is {figures['search_vs_baseline_p50']:.2f}x the plain "
+            f"baseline's (numpy cosine + rank-bm25); capture is "
+            f"{figures['capture_vs_embed']:.2f}x raw embedding"
+        )
+    concurrent = report.get("concurrent")
+    if concurrent:
+        run.out.print(
+            f"{concurrent['clients']} clients: {concurrent['rps']} requests/s, "
+            f"p99 {concurrent['p99_ms']} ms, {concurrent['errors']} errors"
+        )
+    for target in report["targets"]:
+        mark = "met" if target["met"] else "NOT met"
+        run.out.print(f"{mark:8s} {target['name']}: {target['value']} (target {target['target']})")
+    if out is not None:
+        run.out.print(f"report written to {out}")
+
+
+def _perf_value(value: object) -> str:
+    return f"{value:.1f}" if isinstance(value, int | float) else "-"

@@ -1,0 +1,124 @@
+"""``tribal-memory bench perf`` at a tiny size: the report has every field, sanely typed.
+
+No timing is asserted: figures on a shared machine say nothing about correctness.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from tribal_memory.bench.perf_baseline import PlainBaseline
+from tribal_memory.bench.perf_corpus import FILTER_OWNER, cached_embeddings, generate, questions
+from tribal_memory.cli import app
+from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
+
+SIZE_KEYS = (
+    "search_p50_ms",
+    "search_p95_ms",
+    "filtered_p50_ms",
+    "cache_hit_p50_ms",
+    "capture_per_s",
+    "embed_per_s",
+    "rss_mb",
+    "baseline_search_p50_ms",
+    "query_embed_p50_ms",
+    "capture_vs_embed",
+    "search_vs_baseline_p50",
+    "rss_peak_mb",
+)
+
+
+def test_corpus_is_deterministic_distinct_and_five_percent_per_owner() -> None:
+    facts = generate(400, seed=3)
+    assert facts == generate(400, seed=3)
+    assert facts != generate(400, seed=4)
+    assert len({f.content for f in facts}) == 400
+    assert sum(f.owner == FILTER_OWNER for f in facts) == 20  # 5%
+    extra = generate(50, seed=4, exclude=frozenset(f.content for f in facts))
+    assert not {f.content for f in extra} & {f.content for f in facts}
+    owned = questions(facts, 10, seed=3, owner=FILTER_OWNER)
+    assert owned and len(owned) == len(set(owned))
+
+
+def test_embedding_cache_is_reused_and_keyed_by_content(
+    tmp_path: Path, embedder: FastEmbedEmbedder
+) -> None:
+    facts = generate(40, seed=1)
+    first, from_cache = cached_embeddings(facts, embedder, tmp_path)
+    assert not from_cache and first.shape == (40, embedder.dim)
+    again, from_cache = cached_embeddings(facts, embedder, tmp_path)
+    assert from_cache and np.array_equal(first, again)
+    _, from_cache = cached_embeddings(generate(40, seed=2), embedder, tmp_path)
+    assert not from_cache
+
+
+def test_plain_baseline_finds_the_fact_a_question_was_made_from(
+    embedder: FastEmbedEmbedder,
+) -> None:
+    facts = generate(200, seed=5)
+    vectors = embedder.embed_batch([f.content for f in facts])
+    baseline = PlainBaseline([f.content for f in facts], vectors, embedder)
+    found = sum(i in baseline.search(f.question, 10) for i, f in enumerate(facts[:20]))
+    assert found >= 10  # lexical + dense over the fact's own words; not a quality target
+
+
+@pytest.mark.slow
+def test_bench_perf_writes_every_figure(tmp_path: Path) -> None:
+    out = tmp_path / "perf.json"
+    profile = tmp_path / "profile.txt"
+    args = [
+        "bench",
+        "perf",
+        "--sizes",
+        "300",
+        "--samples",
+        "8",
+        "--warmup",
+        "2",
+        "--capture-n",
+        "40",
+        "--clients",
+        "4",
+        "--locust-s",
+        "3",
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        "--out",
+        str(out),
+        "--profile",
+        str(profile),
+        "--json",
+    ]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    report = json.loads(out.read_text())
+    assert json.loads(result.stdout.strip().splitlines()[-1]) == report
+
+    machine = report["machine"]
+    assert isinstance(machine["cores"], int) and machine["cores"] >= 1
+    assert isinstance(machine["cpu"], str) and isinstance(machine["python"], str)
+    assert len(machine["load_avg_1_5_15_at_start"]) == 3
+
+    figures = report["sizes"]["300"]
+    for key in SIZE_KEYS:
+        assert isinstance(figures[key], int | float) and figures[key] > 0, key
+    assert figures["embeddings_from_cache"] is False
+    assert [point[0] for point in figures["rss_while_loading_mb"]] == [300]
+
+    concurrent = report["concurrent"]
+    assert concurrent["clients"] == 4
+    assert isinstance(concurrent["rps"], float) and concurrent["rps"] > 0
+    assert isinstance(concurrent["p99_ms"], float) and concurrent["errors"] == 0
+    assert concurrent["requests"] > 0
+
+    assert {t["name"] for t in report["targets"]} >= {"search p50 ms @300", "concurrent errors"}
+    assert all(isinstance(t["met"], bool) for t in report["targets"])
+    shares = report["profile"]["share"]
+    assert abs(sum(shares.values()) - 1) < 0.01
+    assert "query embedding (ONNX, tokenizer)" in shares
+    assert profile.read_text().strip()

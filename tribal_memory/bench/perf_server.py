@@ -1,0 +1,210 @@
+"""Processes of ``bench perf``: the server under test and the locust load generator.
+
+The server is a real ``python -m tribal_memory.api.server`` process on
+127.0.0.1 over its own data dir; its memory is read from ``/proc`` (Linux).
+Locust runs as a separate process too, so gevent never enters this one.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import httpx
+
+from tribal_memory.errors import TribalError
+
+LOCUSTFILE = Path(__file__).with_name("locustfile.py")
+"""The locust scenario (random questions to ``POST /v1/search``)."""
+_STARTUP_TIMEOUT_S = 120.0
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+class ServerProcess:
+    """``python -m tribal_memory.api.server`` on a free loopback port (a context manager).
+
+    Args:
+        data_dir: The server's data dir (``TRIBAL_DATA_DIR``).
+        log_path: Where the server's stdout and stderr go.
+
+    Raises:
+        TribalError: on entry, the server exited or was not healthy within 120 s
+            (the detail names the log).
+    """
+
+    def __init__(self, data_dir: Path, log_path: Path) -> None:
+        self.data_dir = data_dir
+        self.log_path = log_path
+        self.port = free_port()
+        self.base_url = f"http://127.0.0.1:{self.port}"
+        self._process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def pid(self) -> int:
+        """Process id of the running server."""
+        assert self._process is not None, "the server is not running"
+        return self._process.pid
+
+    def __enter__(self) -> ServerProcess:
+        env = {
+            **os.environ,
+            "TRIBAL_DATA_DIR": str(self.data_dir),
+            "TRIBAL_PORT": str(self.port),
+            "TRIBAL_HOST": "127.0.0.1",
+        }
+        with self.log_path.open("wb") as log:
+            self._process = subprocess.Popen(
+                [sys.executable, "-m", "tribal_memory.api.server"],
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        try:
+            self._wait_healthy()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def _wait_healthy(self) -> None:
+        assert self._process is not None
+        deadline = time.monotonic() + _STARTUP_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self._process.poll() is not None:
+                raise TribalError(
+                    f"the server exited with code {self._process.returncode}; see {self.log_path}"
+                )
+            try:
+                if httpx.get(f"{self.base_url}/health", timeout=2.0).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            time.sleep(0.2)
+        raise TribalError(f"the server was not healthy after {_STARTUP_TIMEOUT_S:.0f} s")
+
+    def stop(self) -> None:
+        """Terminate the server (SIGTERM, then SIGKILL after 30 s); idempotent."""
+        if self._process is None or self._process.poll() is not None:
+            return
+        self._process.terminate()
+        try:
+            self._process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait(timeout=10)
+
+    def memory_mb(self) -> dict[str, float]:
+        """Resident memory of the server from ``/proc/<pid>/status``, in MiB.
+
+        Returns:
+            ``{"rss_mb": current VmRSS, "peak_mb": VmHWM (peak RSS so far)}``;
+            empty when ``/proc`` is not there (not Linux).
+        """
+        return read_memory_mb(self.pid)
+
+
+def read_memory_mb(pid: int) -> dict[str, float]:
+    """``{"rss_mb", "peak_mb"}`` of process ``pid`` (VmRSS, VmHWM), MiB; empty without /proc."""
+    try:
+        lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    except OSError:
+        return {}
+    fields = {"VmRSS": "rss_mb", "VmHWM": "peak_mb"}
+    found: dict[str, float] = {}
+    for line in lines:
+        key, _, value = line.partition(":")
+        if key in fields:
+            found[fields[key]] = round(int(value.split()[0]) / 1024, 1)  # kB -> MiB
+    return found
+
+
+def run_locust(
+    base_url: str,
+    queries: Sequence[str],
+    work_dir: Path,
+    *,
+    clients: int,
+    seconds: int,
+) -> dict[str, Any]:
+    """Run locust headless against ``base_url`` with ``clients`` users for ``seconds``.
+
+    Each user sends random ``queries`` to ``POST /v1/search`` (hybrid, k=10)
+    back to back, over its own keep-alive connection.
+
+    Returns:
+        ``{"clients", "seconds", "requests", "rps", "p50_ms", "p99_ms",
+        "errors"}``: requests per second and latency percentiles (ms, as locust
+        rounds them) over the whole run, ``errors`` the failed requests.
+
+    Raises:
+        TribalError: locust failed to run or wrote no statistics.
+    """
+    queries_path = work_dir / "locust-queries.json"
+    queries_path.write_text(json.dumps(list(queries)))
+    prefix = work_dir / "locust"
+    command = [
+        sys.executable,
+        "-m",
+        "locust",
+        "-f",
+        str(LOCUSTFILE),
+        "--headless",
+        "--only-summary",
+        "-u",
+        str(clients),
+        "-r",
+        str(clients),
+        "-t",
+        f"{seconds}s",
+        "--host",
+        base_url,
+        "--csv",
+        str(prefix),
+    ]
+    env = {**os.environ, "TRIBAL_PERF_QUERIES": str(queries_path)}
+    log_path = work_dir / "locust.log"
+    with log_path.open("wb") as log:
+        done = subprocess.run(
+            command, env=env, stdout=log, stderr=subprocess.STDOUT, timeout=seconds + 120
+        )
+    stats = Path(f"{prefix}_stats.csv")
+    if not stats.is_file():
+        raise TribalError(f"locust exited with code {done.returncode}; see {log_path}")
+    with stats.open(newline="") as handle:
+        rows = [row for row in csv.DictReader(handle) if row.get("Name") == "Aggregated"]
+    if not rows:
+        raise TribalError(f"locust wrote no aggregated statistics; see {log_path}")
+    row = rows[0]
+    return {
+        "clients": clients,
+        "seconds": seconds,
+        "requests": int(row["Request Count"]),
+        "rps": round(float(row["Requests/s"]), 1),
+        "p50_ms": float(row["50%"]),
+        "p99_ms": float(row["99%"]),
+        "errors": int(row["Failure Count"]),
+    }
