@@ -33,7 +33,7 @@ from tribal_memory.config import Settings
 from tribal_memory.db import Database
 from tribal_memory.embeddings.base import Embedder, Vector
 from tribal_memory.errors import Conflict, InvalidInput, NotFound
-from tribal_memory.learned.anchors import AnchorIndex
+from tribal_memory.learned.anchors import AnchorIndex, AnchorMatch
 from tribal_memory.learned.expander import (
     ExpansionUnavailable,
     LearnedExpansions,
@@ -249,9 +249,12 @@ class Retriever:
             entry = self.cache.lookup(scope, key)
             if entry is not None:
                 return self._cached(entry, filters, k, min_score, mode, variant, started)
-        has_past = parts.any and self.cache.has_entries(scope)
-        use_anchors = parts.anchors and self.anchors.active_count() > 0
         pool = max(k, self.settings.candidate_pool)
+        # Each learned source is read once per search (one generation check apiece).
+        past = self.cache.past_queries(scope) if parts.any else None
+        has_past = past is not None
+        anchored = self.anchors.search(query, pool) if parts.anchors else []
+        use_anchors = bool(anchored)
         fallback: Literal["vector"] | None = None
         if mode == "hybrid" and self._store.count(filters) < self.settings.fts_min_rows:
             mode, fallback = "vector", "vector"
@@ -259,12 +262,10 @@ class Retriever:
         vector = self._embedder.embed(query, query=True) if need_vector else None
         s = self.settings
         similar = (
-            self.cache.similar(
-                scope,
-                vector,
-                min_similarity=min(s.semantic_cache_threshold, s.feedback_similarity),
+            past.similar(
+                vector, min_similarity=min(s.semantic_cache_threshold, s.feedback_similarity)
             )
-            if has_past and vector is not None
+            if past is not None and vector is not None
             else []
         )
         closest = similar[0] if similar else None
@@ -282,7 +283,7 @@ class Retriever:
         learned: dict[str, _Learned] = {}
         if has_past or use_anchors:
             learned = self._learned_parts(
-                query, filters, mode, pool, parts, scope, has_past, similar, use_anchors
+                query, filters, mode, pool, parts, scope, has_past, similar, anchored
             )
         hits = self._rank(candidates, learned, vector, filters, mode, k, min_score)
         took_ms = (time.perf_counter() - started) * 1000
@@ -359,12 +360,13 @@ class Retriever:
         scope: str,
         has_past: bool,
         similar: Sequence[PastQuery],
-        use_anchors: bool,
+        anchored: list[AnchorMatch],
     ) -> dict[str, _Learned]:
         """What expansion, anchors and feedback add per memory id.
 
         ``similar``: past queries of ``scope`` at least as similar as the
         lower of the semantic-cache and feedback thresholds, best first.
+        ``anchored``: the query's anchor matches (already capped to the pool).
         """
         learned: dict[str, _Learned] = {}
         if parts.expansion and has_past and mode != "vector":
@@ -378,9 +380,8 @@ class Retriever:
                     entry = learned.setdefault(scored.memory.memory_id, _Learned())
                     if value > entry.expansion:
                         entry.expansion, entry.expanded_from = value, variant
-        if use_anchors:
-            for match in self.anchors.search(query, pool):
-                learned.setdefault(match.memory_id, _Learned()).anchor = match.score
+        for match in anchored:
+            learned.setdefault(match.memory_id, _Learned()).anchor = match.score
         if parts.feedback and has_past:
             now = utcnow()
             for memory_id, boost in self.feedback.boosts(scope, similar, now).items():

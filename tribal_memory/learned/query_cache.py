@@ -73,12 +73,42 @@ class PastQuery:
 
 
 @dataclass(slots=True)
-class _OwnerIndex:
+class PastQueries:
+    """One owner's past queries with feedback, as loaded for one search (read-only).
+
+    Get it from :meth:`QueryCache.past_queries`; it is reused while the
+    owner's entries do not change.
+    """
+
     generation: tuple[int, datetime | None]
     keys: list[str]
     texts: list[str]
     eligible: np.ndarray
     matrix: np.ndarray  # (n, dim), rows unit length
+
+    def similar(self, vector: Vector, *, min_similarity: float, limit: int = 20) -> list[PastQuery]:
+        """Past queries with cosine similarity >= ``min_similarity`` to ``vector``, best first.
+
+        Args:
+            vector: The query embedding, shape ``(dim,)``.
+            min_similarity: Least cosine similarity, in [-1, 1].
+            limit: Most past queries returned.
+
+        Returns:
+            Up to ``limit`` past queries; [] when none is similar enough (or
+            the embedding has another dimension).
+        """
+        query = np.asarray(vector, dtype=np.float32)
+        if self.matrix.shape[1] != query.shape[0]:
+            return []
+        query = query / max(float(np.linalg.norm(query)), 1e-12)
+        sims = self.matrix @ query
+        order = np.argsort(-sims)[:limit]
+        return [
+            PastQuery(self.keys[i], self.texts[i], float(sims[i]), bool(self.eligible[i]))
+            for i in order
+            if sims[i] >= min_similarity
+        ]
 
 
 class QueryCache:
@@ -94,7 +124,7 @@ class QueryCache:
         self._db = db
         self._min_successes = min_successes
         self._min_rate = min_success_rate
-        self._indexes: dict[str, _OwnerIndex] = {}
+        self._indexes: dict[str, PastQueries] = {}
         self._lock = threading.Lock()
 
     def _eligible(self, success: int, failure: int) -> bool:
@@ -110,7 +140,12 @@ class QueryCache:
                 return None
             return _entry(row)
 
-    def _index(self, owner: str) -> _OwnerIndex | None:
+    def past_queries(self, owner: str) -> PastQueries | None:
+        """``owner``'s past queries with an embedding, or None when it has none.
+
+        One SQL read checks whether the in-memory index is current (entry
+        count and newest update); the index is rebuilt only when it is not.
+        """
         with self._db.session() as session:
             count, newest = session.execute(
                 select(func.count(), func.max(QueryCacheRow.updated_at)).where(
@@ -135,7 +170,7 @@ class QueryCache:
             ).all()
         matrix = np.stack([np.frombuffer(r.query_vector, dtype=np.float32) for r in rows])
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-        index = _OwnerIndex(
+        index = PastQueries(
             generation,
             [r.query_key for r in rows],
             [r.query_text for r in rows],
@@ -149,35 +184,11 @@ class QueryCache:
     def similar(
         self, owner: str, vector: Vector, *, min_similarity: float, limit: int = 20
     ) -> list[PastQuery]:
-        """Past queries of ``owner`` with cosine similarity >= ``min_similarity``, best first.
-
-        Args:
-            owner: Whose past queries.
-            vector: The query embedding, shape ``(dim,)``.
-            min_similarity: Least cosine similarity, in [-1, 1].
-            limit: Most past queries returned.
-
-        Returns:
-            Up to ``limit`` past queries; [] when none is similar enough.
-        """
-        index = self._index(owner)
+        """:meth:`PastQueries.similar` over ``owner``'s past queries ([] when it has none)."""
+        index = self.past_queries(owner)
         if index is None:
             return []
-        query = np.asarray(vector, dtype=np.float32)
-        if index.matrix.shape[1] != query.shape[0]:
-            return []
-        query = query / max(float(np.linalg.norm(query)), 1e-12)
-        sims = index.matrix @ query
-        order = np.argsort(-sims)[:limit]
-        return [
-            PastQuery(index.keys[i], index.texts[i], float(sims[i]), bool(index.eligible[i]))
-            for i in order
-            if sims[i] >= min_similarity
-        ]
-
-    def has_entries(self, owner: str) -> bool:
-        """True when ``owner`` has any past query with feedback."""
-        return self._index(owner) is not None
+        return index.similar(vector, min_similarity=min_similarity, limit=limit)
 
     def get(self, owner: str, key: str) -> CacheEntry | None:
         """The entry for this key whether eligible or not, or None."""
