@@ -93,7 +93,12 @@ def _in_list(values: Sequence[str]) -> str:
 def _timestamp(value: datetime) -> str:
     if value.tzinfo is None:
         raise InvalidInput("time filters need a timezone (e.g. 2024-01-01T00:00:00Z)")
-    return "TIMESTAMP " + _quote(value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"))
+    try:
+        utc = value.astimezone(UTC)
+    except OverflowError as exc:  # e.g. 0001-01-01T00:00:00+01:00 is before year 1 in UTC
+        raise InvalidInput(f"time filter {value.isoformat()} is out of range") from exc
+    # The year zero-padded: strftime("%Y") writes year 999 as "999", which LanceDB rejects.
+    return "TIMESTAMP " + _quote(f"{utc.year:04d}-{utc:%m-%dT%H:%M:%S.%f}Z")
 
 
 def filter_sql(filters: SearchFilters) -> str | None:
