@@ -9,6 +9,7 @@ shape ``{"error", "detail", "status"}``.
 from __future__ import annotations
 
 import json
+import os
 import socket
 import threading
 import time
@@ -90,6 +91,9 @@ schema = schemathesis.openapi.from_dict(_openapi())
     deadline=None,
     suppress_health_check=list(HealthCheck),
     database=None,
+    # The same cases on every run, so the suite is a reproducible gate; set
+    # TRIBAL_FUZZ_RANDOM=1 to explore new cases (how the year-999 filter bug was found).
+    derandomize=os.environ.get("TRIBAL_FUZZ_RANDOM") != "1",
 )
 def test_no_5xx_and_errors_in_the_documented_shape(case: schemathesis.Case, base_url: str) -> None:
     response = case.call(base_url=base_url, timeout=30)
