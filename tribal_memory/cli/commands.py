@@ -6,7 +6,7 @@ import dataclasses
 import sys
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -33,6 +33,9 @@ from tribal_memory.models import (
     MemoryInput,
     SearchFilters,
 )
+
+if TYPE_CHECKING:
+    from tribal_memory.service import SearchMode
 
 OwnerOption = Annotated[
     str | None, typer.Option("--owner", "-o", help="Only this owner's and shared memories.")
@@ -151,6 +154,36 @@ def capture(
         run.out.print(_capture_line(result))
 
 
+@dataclasses.dataclass(frozen=True)
+class _Ask:
+    """One recall or search as the command line gave it."""
+
+    query: str
+    k: int
+    filters: SearchFilters
+    mode: SearchMode
+    min_score: float
+    learned: str | None  # --learned as given, e.g. "cache,feedback"
+    context: bool
+
+
+def _ask(run: _Run, ask: _Ask, *, feedback: bool) -> None:
+    """Run ``ask`` (logged for feedback when asked) and print its hits."""
+    parts = _parse_learned(ask.learned)
+    with run.service() as service:
+        run_search = service.recall_with_feedback if feedback else service.search
+        result = run_search(
+            ask.query,
+            k=ask.k,
+            filters=ask.filters,
+            mode=ask.mode,
+            min_score=ask.min_score,
+            learned=parts,
+            context=ask.context,
+        )
+    _print_hits(run, result, context=ask.context)
+
+
 @app.command()
 def recall(
     ctx: typer.Context,
@@ -166,20 +199,8 @@ def recall(
 ) -> None:
     """Embedding-similarity recall; score = cosine similarity in [0, 1] plus learned boosts."""
     run = _Run(ctx, data_dir, json_out)
-    filters = SearchFilters(owner=owner)
-    parts = _parse_learned(learned)
-    with run.service() as service:
-        ask = service.recall_with_feedback if feedback else service.search
-        result = ask(
-            query,
-            k=k,
-            filters=filters,
-            mode="vector",
-            min_score=min_score,
-            learned=parts,
-            context=context,
-        )
-    _print_hits(run, result, context=context)
+    ask = _Ask(query, k, SearchFilters(owner=owner), "vector", min_score, learned, context)
+    _ask(run, ask, feedback=feedback)
 
 
 @app.command()
@@ -217,19 +238,7 @@ def search(
         since=_parse_time(since, "--since"),
         until=_parse_time(until, "--until"),
     )
-    parts = _parse_learned(learned)
-    with run.service() as service:
-        ask = service.recall_with_feedback if feedback else service.search
-        result = ask(
-            query,
-            k=k,
-            filters=filters,
-            mode=mode.value,
-            min_score=min_score,
-            learned=parts,
-            context=context,
-        )
-    _print_hits(run, result, context=context)
+    _ask(run, _Ask(query, k, filters, mode.value, min_score, learned, context), feedback=feedback)
 
 
 @app.command()
