@@ -39,6 +39,13 @@ class Settings(BaseSettings):
 
     data_dir: Path = Field(default_factory=default_data_dir)
     """Directory holding the LanceDB store (``lancedb/``) and the SQLite file."""
+    database_url: str | None = None
+    """SQLAlchemy URL of the SQL database (relations, learned tables, keys, documents), e.g.
+    ``postgresql+psycopg://user:password@host:5432/tribal``; unset: the SQLite file
+    ``tribal.sqlite3`` in ``data_dir``."""
+    lancedb_uri: str = Field(default="", validate_default=True)
+    """Location of the LanceDB store: a directory or any URI LanceDB supports (``s3://``,
+    ``gs://``, ``az://``); unset: ``<data_dir>/lancedb``."""
     embedding_model: str = DEFAULT_EMBEDDING_MODEL
     """A fastembed model name, or a directory holding ``model.onnx`` and tokenizer files."""
     embedding_threads: int = Field(default=0, ge=0)
@@ -160,6 +167,21 @@ class Settings(BaseSettings):
     """Largest ``<knowledge-graph>`` block ``POST /v1/context`` returns, in tokens of the
     packaged tokenizer; lines past it are dropped (neighbours first)."""
 
+    @field_validator("lancedb_uri")
+    @classmethod
+    def _lancedb_in_data_dir(cls, value: str, info: ValidationInfo) -> str:
+        if value.strip():
+            return value.strip()
+        data_dir = info.data.get("data_dir")
+        return str(Path(data_dir) / "lancedb") if data_dir is not None else ""
+
+    @field_validator("database_url")
+    @classmethod
+    def _blank_url_is_unset(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        return value.strip()
+
     @field_validator("chunk_overlap_tokens")
     @classmethod
     def _overlap_below_chunk(cls, value: int, info: ValidationInfo) -> int:
@@ -184,11 +206,11 @@ class Settings(BaseSettings):
         return auth_enabled(self.auth, self.host)
 
     @property
-    def lancedb_uri(self) -> str:
-        """Location of the LanceDB database inside ``data_dir``."""
-        return str(self.data_dir / "lancedb")
+    def sqlite_path(self) -> Path:
+        """The SQLite file holding relations and the learned tables (without ``database_url``)."""
+        return self.data_dir / "tribal.sqlite3"
 
     @property
-    def sqlite_path(self) -> Path:
-        """The SQLite file holding relations and the learned tables."""
-        return self.data_dir / "tribal.sqlite3"
+    def uses_data_dir(self) -> bool:
+        """Whether ``data_dir`` holds any store: the SQLite file, or the LanceDB directory."""
+        return self.database_url is None or self.lancedb_uri == str(self.data_dir / "lancedb")

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -100,14 +99,15 @@ class DocumentIndex:
     """Ingest, list and delete documents of a :class:`MemoryService`.
 
     Operations run one at a time per index (one lock); the service's HTTP
-    handlers share one index.
+    handlers share one index. On PostgreSQL the lock holds across server
+    processes sharing the database (:class:`tribal_memory.db.SharedLock`).
     """
 
     def __init__(self, service: MemoryService) -> None:
         self._service = service
         self._db = service.db
         self._store = service.store
-        self._lock = threading.Lock()
+        self._lock = service.db.lock("documents", on_acquire=service.store.refresh)
 
     # -- validation -----------------------------------------------------------
 

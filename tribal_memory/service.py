@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import threading
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Literal
@@ -17,7 +16,7 @@ from typing import Literal
 from tribal_memory.auth import ApiKeys, Caller
 from tribal_memory.chunk_context import chunk_context
 from tribal_memory.config import Settings
-from tribal_memory.db import Database, make_engine, migrate
+from tribal_memory.db import Database, engine_for, migrate
 from tribal_memory.documents import DocumentIndex
 from tribal_memory.embeddings.base import Embedder, Vector
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
@@ -76,38 +75,49 @@ class MemoryService:
 
     def __init__(self, settings: Settings, *, embedder: Embedder | None = None) -> None:
         self.settings = settings
-        try:
-            settings.data_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise StoreUnavailable(f"cannot create data dir {settings.data_dir}: {exc}") from exc
-        if not os.access(settings.data_dir, os.W_OK):
-            raise StoreUnavailable(f"data dir {settings.data_dir} is not writable")
+        if settings.uses_data_dir:
+            try:
+                settings.data_dir.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreUnavailable(
+                    f"cannot create data dir {settings.data_dir}: {exc}"
+                ) from exc
+            if not os.access(settings.data_dir, os.W_OK):
+                raise StoreUnavailable(f"data dir {settings.data_dir} is not writable")
         self.embedder = embedder or FastEmbedEmbedder(
             settings.embedding_model,
             threads=settings.embedding_threads,
             batch_size=settings.embed_batch_size,
             batch_chars=settings.embed_batch_chars,
         )
-        self.store = LanceMemoryStore(
-            settings.lancedb_uri,
-            self.embedder.model_id,
-            self.embedder.dim,
-            read_consistency_s=settings.read_consistency_s,
-            ann_index_min_rows=settings.ann_index_min_rows,
-            optimize_every_rows=settings.optimize_every_rows,
-            keep_versions_s=settings.keep_versions_s,
-        )
-        engine = make_engine(settings.sqlite_path, busy_timeout_ms=settings.sqlite_busy_timeout_ms)
-        migrate(engine)
-        self.db = Database(engine)
+        self.db = Database(engine_for(settings))
+        try:
+            # Server processes sharing one database start one at a time: the first
+            # migrates and creates the LanceDB table and its index, the others open them.
+            with self.db.lock("startup"):
+                migrate(self.db.engine)
+                self.store = LanceMemoryStore(
+                    settings.lancedb_uri,
+                    self.embedder.model_id,
+                    self.embedder.dim,
+                    read_consistency_s=settings.read_consistency_s,
+                    ann_index_min_rows=settings.ann_index_min_rows,
+                    optimize_every_rows=settings.optimize_every_rows,
+                    keep_versions_s=settings.keep_versions_s,
+                )
+        except BaseException:
+            self.db.close()
+            raise
         self.graph = RelationGraph(self.db)
         self.keys = ApiKeys(self.db)
         self.retriever = Retriever(settings, self.db, self.store, self.embedder)
-        self._capture_lock = threading.Lock()
-        # Held by delete and by every write that checks a memory exists and then
-        # stores a row pointing at it (relate, feedback, anchors), so a concurrent
-        # delete cannot slip in between and leave that row orphaned.
-        self._references_lock = threading.RLock()
+        # Check-then-write sections: capture (is this content stored yet?), and delete
+        # with every write that checks a memory exists and then stores a row pointing
+        # at it (relate, feedback, anchors), so a concurrent delete cannot slip in
+        # between and leave that row orphaned. With PostgreSQL they hold across server
+        # processes too, and re-read LanceDB once held (see tribal_memory.db.SharedLock).
+        self._capture_lock = self.db.lock("capture", on_acquire=self.store.refresh)
+        self._references_lock = self.db.lock("references", on_acquire=self.store.refresh)
         self.document_index = DocumentIndex(self)
 
     def close(self) -> None:

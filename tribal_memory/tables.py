@@ -16,7 +16,18 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, DateTime, Float, Index, Integer, LargeBinary, String, Text
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    DateTime,
+    Float,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 
@@ -121,6 +132,20 @@ class QueryExpansionRow(Base):
     query_key: Mapped[str] = mapped_column(String(512), primary_key=True)
     expansion: Mapped[str] = mapped_column(String(1024), primary_key=True)
     weight: Mapped[float] = mapped_column(Float, default=0.0)
+
+
+class LearnedGenerationRow(Base):
+    """A change counter of learned data, kept by database triggers (never written by code).
+
+    ``name`` is ``query_cache:<owner>`` (any change to that owner's cache
+    entries) or ``fact_anchors`` (any change to any anchor); see
+    :func:`tribal_memory.db.read_generation`. Derived state: not exported.
+    """
+
+    __tablename__ = "learned_generations"
+
+    name: Mapped[str] = mapped_column(String(160), primary_key=True)
+    generation: Mapped[int] = mapped_column(BigInteger, default=0)
 
 
 class OwnerVariantRow(Base):

@@ -394,26 +394,28 @@ def migrate(
     data_dir: DataDirOption = None,
     json_out: JsonOption = None,
 ) -> None:
-    """Create or upgrade the SQLite schema (no embedding model needed)."""
-    from tribal_memory.db import head_revision, make_engine
+    """Create or upgrade the SQL schema (SQLite, or TRIBAL_DATABASE_URL; no model needed)."""
+    from tribal_memory.db import database_label, engine_for, head_revision
     from tribal_memory.db import migrate as upgrade
 
     run = _Run(ctx, data_dir, json_out)
     settings = run.settings()
-    try:
-        settings.data_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise TribalError(f"cannot create data dir {settings.data_dir}: {exc}") from exc
-    engine = make_engine(settings.sqlite_path, busy_timeout_ms=settings.sqlite_busy_timeout_ms)
+    if settings.database_url is None:
+        try:
+            settings.data_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise TribalError(f"cannot create data dir {settings.data_dir}: {exc}") from exc
+    engine = engine_for(settings)
     try:
         revision = upgrade(engine)
     finally:
         engine.dispose()
-    report = {"revision": revision, "head": head_revision(), "database": str(settings.sqlite_path)}
+    database = database_label(settings)
+    report = {"revision": revision, "head": head_revision(), "database": database}
     if run.json:
         run.emit(report)
     else:
-        run.out.print(f"{settings.sqlite_path}: at revision {revision} (newest {report['head']})")
+        run.out.print(f"{database}: at revision {revision} (newest {report['head']})")
 
 
 def _parse_learned(value: str | None) -> LearnedParts | None:

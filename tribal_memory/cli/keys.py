@@ -1,7 +1,8 @@
 """API key commands: ``keys create``, ``keys list`` and ``keys revoke``.
 
-They open only the SQLite database of the data dir (no embedding model), so
-they are quick and work while a server is running on the same data dir.
+They open only the SQL database (the data dir's SQLite file, or
+``TRIBAL_DATABASE_URL``; no embedding model), so they are quick and work while
+servers are running on the same database.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from rich.table import Table
 from tribal_memory.auth import ApiKey, ApiKeys
 from tribal_memory.cli.root import DataDirOption, JsonOption, _Run
 from tribal_memory.cli.root import app as root_app
-from tribal_memory.db import Database, make_engine, migrate
+from tribal_memory.db import Database, engine_for, migrate
 from tribal_memory.errors import NotFound, StoreUnavailable
 
 app = typer.Typer(
@@ -30,14 +31,14 @@ root_app.add_typer(app)
 @contextmanager
 def _keys(run: _Run) -> Iterator[ApiKeys]:
     settings = run.settings()
+    if settings.database_url is None:
+        try:
+            settings.data_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreUnavailable(f"cannot create data dir {settings.data_dir}: {exc}") from exc
+    db = Database(engine_for(settings))
     try:
-        settings.data_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise StoreUnavailable(f"cannot create data dir {settings.data_dir}: {exc}") from exc
-    engine = make_engine(settings.sqlite_path, busy_timeout_ms=settings.sqlite_busy_timeout_ms)
-    migrate(engine)
-    db = Database(engine)
-    try:
+        migrate(db.engine)
         yield ApiKeys(db)
     finally:
         db.close()

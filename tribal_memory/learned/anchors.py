@@ -23,12 +23,12 @@ import math
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC
 from typing import Literal
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import delete, select
 
-from tribal_memory.db import Database
+from tribal_memory.db import Database, read_generation
 from tribal_memory.errors import InvalidInput
 from tribal_memory.learned.text import content_terms, stem
 from tribal_memory.models import Anchor
@@ -49,7 +49,7 @@ class AnchorMatch:
 
 @dataclass(slots=True)
 class _Corpus:
-    generation: tuple[int, int, float, datetime | None]
+    generation: int
     memory_ids: list[str]  # one per active anchor
     stems: list[frozenset[str]]
     df: dict[str, int]
@@ -206,16 +206,8 @@ class AnchorIndex:
 
     def _load(self) -> _Corpus:
         with self._db.session() as session:
-            count, uses, confidence, newest = session.execute(
-                select(
-                    func.count(),
-                    func.coalesce(func.sum(FactAnchorRow.uses), 0),
-                    func.coalesce(func.sum(FactAnchorRow.confidence), 0.0),
-                    func.max(FactAnchorRow.created_at),
-                )
-            ).one()
-            # Any add, use, promotion to manual or removal changes one of these.
-            generation = (int(count), int(uses), float(confidence), newest)
+            # Any add, use, promotion or removal, by any process (a database trigger).
+            generation = read_generation(session, "fact_anchors")
             with self._lock:
                 if self._corpus is not None and self._corpus.generation == generation:
                     return self._corpus

@@ -29,8 +29,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+from sqlalchemy import delete
+
 from tribal_memory.config import Settings
-from tribal_memory.db import Database
+from tribal_memory.db import Database, upsert
 from tribal_memory.embeddings.base import Embedder, Vector
 from tribal_memory.errors import Conflict, InvalidInput, NotFound
 from tribal_memory.learned.anchors import AnchorIndex, AnchorMatch
@@ -212,16 +214,11 @@ class Retriever:
     def pin_variant(self, owner: str, variant: Variant | None) -> None:
         """Pin ``owner`` to ``variant``; None removes the pin."""
         with self._db.session() as session:
-            row = session.get(OwnerVariantRow, owner)
             if variant is None:
-                if row is not None:
-                    session.delete(row)
+                session.execute(delete(OwnerVariantRow).where(OwnerVariantRow.owner == owner))
                 return
-            if row is None:
-                session.add(OwnerVariantRow(owner=owner, variant=variant, updated_at=utcnow()))
-            else:
-                row.variant = variant
-                row.updated_at = utcnow()
+            values = {"owner": owner, "variant": variant, "updated_at": utcnow()}
+            upsert(session, OwnerVariantRow, values, update=["variant", "updated_at"])
 
     # -- search -----------------------------------------------------------------------
 

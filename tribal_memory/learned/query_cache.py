@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import numpy as np
-from sqlalchemy import func, select
+from sqlalchemy import select
 
-from tribal_memory.db import Database
+from tribal_memory.db import Database, read_generation
 from tribal_memory.embeddings.base import Vector
 from tribal_memory.models import Memory, memory_from_json, memory_to_json
 from tribal_memory.tables import QueryCacheRow, utcnow
@@ -80,7 +80,7 @@ class PastQueries:
     owner's entries do not change.
     """
 
-    generation: tuple[int, datetime | None]
+    generation: int
     keys: list[str]
     texts: list[str]
     eligible: np.ndarray
@@ -143,22 +143,17 @@ class QueryCache:
     def past_queries(self, owner: str) -> PastQueries | None:
         """``owner``'s past queries with an embedding, or None when it has none.
 
-        One SQL read checks whether the in-memory index is current (entry
-        count and newest update); the index is rebuilt only when it is not.
+        One SQL read (the owner's change counter, kept by database triggers:
+        :func:`tribal_memory.db.read_generation`) checks whether the in-memory
+        index is current; the index is rebuilt only when any process changed
+        the owner's entries since.
         """
         with self._db.session() as session:
-            count, newest = session.execute(
-                select(func.count(), func.max(QueryCacheRow.updated_at)).where(
-                    QueryCacheRow.owner == owner, QueryCacheRow.query_vector.is_not(None)
-                )
-            ).one()
-            if not count:
-                return None
-            generation = (int(count), newest)
+            generation = read_generation(session, f"query_cache:{owner}")
             with self._lock:
                 cached = self._indexes.get(owner)
                 if cached is not None and cached.generation == generation:
-                    return cached
+                    return cached if cached.keys else None
             rows = session.execute(
                 select(
                     QueryCacheRow.query_key,
@@ -168,18 +163,21 @@ class QueryCache:
                     QueryCacheRow.query_vector,
                 ).where(QueryCacheRow.owner == owner, QueryCacheRow.query_vector.is_not(None))
             ).all()
-        matrix = np.stack([np.frombuffer(r.query_vector, dtype=np.float32) for r in rows])
-        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+        if rows:
+            matrix = np.stack([np.frombuffer(r.query_vector, dtype=np.float32) for r in rows])
+            matrix = matrix / np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
+        else:
+            matrix = np.zeros((0, 0), dtype=np.float32)
         index = PastQueries(
             generation,
             [r.query_key for r in rows],
             [r.query_text for r in rows],
-            np.array([self._eligible(r.success_count, r.failure_count) for r in rows]),
-            matrix / np.maximum(norms, 1e-12),
+            np.array([self._eligible(r.success_count, r.failure_count) for r in rows], dtype=bool),
+            matrix,
         )
         with self._lock:
             self._indexes[owner] = index
-        return index
+        return index if rows else None
 
     def similar(
         self, owner: str, vector: Vector, *, min_similarity: float, limit: int = 20

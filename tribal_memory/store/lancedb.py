@@ -249,6 +249,19 @@ class LanceMemoryStore:
             for index in self._table.list_indices()
         )
 
+    def refresh(self) -> None:
+        """Read the newest table version from now on (other processes' writes included).
+
+        Reads otherwise see another process's writes within ``read_consistency_s``;
+        a check-then-write that must not miss them (is this id stored yet?) calls
+        this first.
+
+        Raises:
+            StoreUnavailable: the table cannot be read.
+        """
+        with _translated("refresh"):
+            self._table.checkout_latest()  # type: ignore[no-untyped-call]
+
     # -- writes ---------------------------------------------------------------
 
     def add(self, memories: Sequence[Memory], vectors: Vector) -> None:

@@ -17,8 +17,9 @@ JSON value, numbers, booleans and strings as themselves.
 
 Which tables travel is read from :data:`tribal_memory.tables.Base.metadata`:
 every table except :data:`EXCLUDED_TABLES` (secrets never leave an
-instance), so tables added later are included without changes here. A table
-is scoped by the names of its columns (see :class:`TableRefs`).
+instance; derived counters are rebuilt by the importing database), so tables
+added later are included without changes here. A table is scoped by the
+names of its columns (see :class:`TableRefs`).
 """
 
 from __future__ import annotations
@@ -45,8 +46,9 @@ VERSION = 1
 """Value of the header's ``version`` field; import refuses other versions."""
 MEDIA_TYPE = "application/x-ndjson"
 """Media type of an export (newline-delimited JSON)."""
-EXCLUDED_TABLES = frozenset({"api_keys"})
-"""Tables never exported nor imported: they hold secrets."""
+EXCLUDED_TABLES = frozenset({"api_keys", "learned_generations"})
+"""Tables never exported nor imported: ``api_keys`` holds secrets, ``learned_generations``
+is kept by the database's own triggers."""
 RELATIONS_TABLE = "relations"
 """The table exported as ``relation`` records (the others are ``row`` records)."""
 EMBEDDED_COLUMNS: Mapping[tuple[str, str], str] = {("query_cache", "query_vector"): "query_text"}
