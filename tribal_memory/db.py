@@ -43,6 +43,7 @@ POSTGRES_DRIVER = "postgresql+psycopg"
 LOCK_TIMEOUT_S = 60.0
 """Longest wait for a lock another server process holds (PostgreSQL), in seconds."""
 _CONNECT_TIMEOUT_S = 10
+_LOCK_NOT_AVAILABLE = "55P03"  # PostgreSQL's SQLSTATE for lock_timeout
 _URL_EXAMPLE = "postgresql+psycopg://user:password@host:5432/dbname"
 
 
@@ -348,9 +349,13 @@ class SharedLock:
             if connection is not None:
                 connection.invalidate()
                 connection.close()
+            if getattr(getattr(exc, "orig", None), "sqlstate", None) == _LOCK_NOT_AVAILABLE:
+                raise StoreUnavailable(
+                    f"another server process held the {self.name} lock for over "
+                    f"{self._timeout_ms / 1000:g} s"
+                ) from exc
             raise StoreUnavailable(
-                f"cannot take the {self.name} lock in the database (another server may hold "
-                f"it): {error_text(exc)}"
+                f"cannot use the database {describe_url(self._engine.url)}: {error_text(exc)}"
             ) from exc
         self._connection = connection
         if self._on_acquire is not None:

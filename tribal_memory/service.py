@@ -84,14 +84,14 @@ class MemoryService:
                 ) from exc
             if not os.access(settings.data_dir, os.W_OK):
                 raise StoreUnavailable(f"data dir {settings.data_dir} is not writable")
-        self.embedder = embedder or FastEmbedEmbedder(
-            settings.embedding_model,
-            threads=settings.embedding_threads,
-            batch_size=settings.embed_batch_size,
-            batch_chars=settings.embed_batch_chars,
-        )
-        self.db = Database(engine_for(settings))
+        self.db = Database(engine_for(settings))  # a bad URL fails here, before the model loads
         try:
+            self.embedder = embedder or FastEmbedEmbedder(
+                settings.embedding_model,
+                threads=settings.embedding_threads,
+                batch_size=settings.embed_batch_size,
+                batch_chars=settings.embed_batch_chars,
+            )
             # Server processes sharing one database start one at a time: the first
             # migrates and creates the LanceDB table and its index, the others open them.
             with self.db.lock("startup"):
