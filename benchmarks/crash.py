@@ -25,11 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
-import signal
-import socket
-import subprocess
 import sys
 import tempfile
 import threading
@@ -44,6 +40,7 @@ from tribal_memory.config import Settings
 from tribal_memory.embeddings.base import Embedder
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
 from tribal_memory.errors import TribalError
+from tribal_memory.serverproc import ServerProcess, ServerStartError, tribal_server
 from tribal_memory.service import MemoryService
 
 STARTUP_TIMEOUT_S = 90.0
@@ -72,44 +69,16 @@ class Report:
     problems: list[str] = field(default_factory=list)
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def _start(data_dir: Path, log: Path) -> tuple[subprocess.Popen[bytes], str]:
-    port = _free_port()
-    env = {**os.environ, "TRIBAL_AUTH": "off"}
-    command = [
-        sys.executable,
-        "-m",
-        "tribal_memory",
-        "serve",
-        "--data-dir",
-        str(data_dir),
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-    ]
-    with log.open("ab") as out:
-        process = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + STARTUP_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"server exited with {process.returncode}; see {log}")
-        try:
-            if httpx.get(f"{base}/health", timeout=2.0).status_code == 200:
-                return process, base
-        except httpx.TransportError:
-            pass
-        time.sleep(0.1)
-    process.kill()
-    process.wait()
-    raise RuntimeError(f"server not up after {STARTUP_TIMEOUT_S} s; see {log}")
+def _start(data_dir: Path, log: Path) -> ServerProcess:
+    """``tribal-memory serve`` over ``data_dir`` on a free loopback port, healthy (or raises)."""
+    server = tribal_server(
+        log,
+        data_dir=data_dir,
+        env={"TRIBAL_AUTH": "off"},
+        startup_timeout_s=STARTUP_TIMEOUT_S,
+        append_log=True,
+    )
+    return server.start()
 
 
 class Load:
@@ -261,20 +230,19 @@ def run(
         acked: dict[str, str] = {}
         for round_no in range(kills):
             try:
-                process, base = _start(root, log)
-            except RuntimeError as exc:
+                server = _start(root, log)
+            except ServerStartError as exc:
                 report.restarts_needing_repair += 1
                 report.problems.append(f"round {round_no}: {exc}: {log.read_text()[-500:]}")
                 break
-            load = Load(base, round_no, clients, batch, seed + round_no)
+            load = Load(server.base_url, round_no, clients, batch, seed + round_no)
             threads = [threading.Thread(target=load.writer, args=(c,)) for c in range(clients)]
             threads.append(threading.Thread(target=load.learner))
             for thread in threads:
                 thread.start()
             load.first_ack.wait(timeout=60)
             time.sleep(rng.uniform(min_s, max_s))
-            process.send_signal(signal.SIGKILL)
-            process.wait()
+            server.kill()
             load.stop.set()
             for thread in threads:
                 thread.join(timeout=60)

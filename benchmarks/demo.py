@@ -15,9 +15,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -27,29 +24,10 @@ import httpx
 
 from tribal_memory.bench.metrics import percentile
 from tribal_memory.ingest.locomo import load_locomo
+from tribal_memory.serverproc import ServerStartError, tribal_server
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "locomo-dev.json"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _wait_healthy(client: httpx.Client, server: subprocess.Popen[bytes], timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            raise SystemExit(f"server exited early with code {server.returncode}; see its log")
-        try:
-            if client.get("/health").status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.2)
-    raise SystemExit("server did not become healthy in time")
 
 
 def _readme_workload() -> tuple[list[dict[str, Any]], list[tuple[str, set[str]]]]:
@@ -82,21 +60,16 @@ def run(data: Path, n_questions: int, keep_serving: bool) -> None:
     memories, questions = workload
     source = data.name if data.is_file() else "README.md (LoCoMo file not found)"
     data_dir = Path(tempfile.mkdtemp(prefix="tribal-demo-"))
-    port = int(os.environ.get("TRIBAL_PORT", _free_port()))
-    env = {**os.environ, "TRIBAL_DATA_DIR": str(data_dir), "TRIBAL_PORT": str(port)}
+    port = int(os.environ["TRIBAL_PORT"]) if "TRIBAL_PORT" in os.environ else None
     log_path = data_dir / "server.log"
-    log = log_path.open("wb")
-    server = subprocess.Popen(
-        [sys.executable, "-m", "tribal_memory", "serve", "--data-dir", str(data_dir),
-         "--port", str(port)],
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    base = f"http://127.0.0.1:{port}"
+    server = tribal_server(log_path, data_dir=data_dir, port=port, startup_timeout_s=90)
+    base = server.base_url
     try:
         with httpx.Client(base_url=base, timeout=120) as client:
-            _wait_healthy(client, server, timeout_s=90)
+            try:
+                server.start()
+            except ServerStartError as exc:
+                raise SystemExit(f"server did not start: {exc.detail}") from exc
             print(f"\nserver up at {base}; data dir {data_dir}; server log {log_path}")
             print(f"workload: {source}")
             started = time.perf_counter()
@@ -133,9 +106,7 @@ def run(data: Path, n_questions: int, keep_serving: bool) -> None:
     except KeyboardInterrupt:
         pass
     finally:
-        server.terminate()
-        server.wait(timeout=30)
-        log.close()
+        server.stop()
 
 
 def main() -> None:

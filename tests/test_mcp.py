@@ -7,11 +7,7 @@ Every test starts real processes (``python -m tribal_memory ...``) on
 from __future__ import annotations
 
 import json
-import os
-import socket
-import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -22,6 +18,8 @@ import httpx
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
+
+from tribal_memory.serverproc import ServerProcess, ServerStartError, child_env, free_port
 
 STARTUP_TIMEOUT_S = 90.0
 TOOL_NAMES = {"memory_search", "memory_get", "memory_feedback", "memory_capture"}
@@ -34,53 +32,21 @@ FACTS = (
 pytestmark = pytest.mark.slow
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 def _env(**extra: str) -> dict[str, str]:
     """This environment, with the package under test importable in the child."""
-    root = str(Path(__file__).resolve().parent.parent)
-    path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
-    return {**os.environ, "PYTHONPATH": path, **extra}
+    return child_env(extra)
 
 
-def _wait_for_port(process: subprocess.Popen[bytes], port: int, log: Path) -> None:
-    deadline = time.monotonic() + STARTUP_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            pytest.fail(f"process exited with {process.returncode}:\n{log.read_text()}")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            return
-        except OSError:
-            time.sleep(0.2)
-    pytest.fail(f"nothing listening on {port} after {STARTUP_TIMEOUT_S} s:\n{log.read_text()}")
-
-
-def _start(args: list[str], port: int, log: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [sys.executable, *args], env=env, stdout=out, stderr=subprocess.STDOUT
-        )
+def _start(args: list[str], port: int, log: Path, env: dict[str, str]) -> ServerProcess:
+    """A process listening on ``port`` once this returns (fails the test with its log if not)."""
+    process = ServerProcess(
+        args, log_path=log, port=port, env=env, health_path=None,
+        startup_timeout_s=STARTUP_TIMEOUT_S,
+    )
     try:
-        _wait_for_port(process, port, log)
-    except BaseException:
-        _stop(process)
-        raise
-    return process
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    process.terminate()
-    try:
-        process.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait(timeout=10)
+        return process.start()
+    except ServerStartError as exc:
+        pytest.fail(f"{exc.detail}:\n{process.log_text()}")
 
 
 @asynccontextmanager
@@ -183,7 +149,7 @@ def test_stdio_in_process(tmp_path: Path) -> None:
 
 
 def test_streamable_http_in_process(tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     args = ["-m", "tribal_memory", "mcp", "--transport", "http", "--port", str(port)]
     args += ["--data-dir", str(tmp_path / "data")]
     log = tmp_path / "mcp.log"
@@ -198,14 +164,14 @@ def test_streamable_http_in_process(tmp_path: Path) -> None:
     try:
         anyio.run(main)
     finally:
-        _stop(process)
+        process.stop()
     assert "Traceback" not in log.read_text()
 
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[str]:
     """Base URL of a ``tribal_memory.api.server`` process over a temp data dir."""
-    port = _free_port()
+    port = free_port()
     env = _env(
         TRIBAL_DATA_DIR=str(tmp_path / "server-data"),
         TRIBAL_PORT=str(port),
@@ -216,7 +182,7 @@ def server(tmp_path: Path) -> Iterator[str]:
     try:
         yield f"http://127.0.0.1:{port}"
     finally:
-        _stop(process)
+        process.stop()
     assert "Traceback" not in log.read_text()
 
 
@@ -247,7 +213,7 @@ def test_url_mode_forwards_to_a_running_server(tmp_path: Path, server: str) -> N
 def test_url_mode_reports_an_unreachable_server_as_tool_errors() -> None:
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "tribal_memory", "mcp", "--url", f"http://127.0.0.1:{_free_port()}"],
+        args=["-m", "tribal_memory", "mcp", "--url", f"http://127.0.0.1:{free_port()}"],
         env=_env(),
     )
 

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,23 +23,17 @@ from hypothesis import HealthCheck, settings
 from tribal_memory.api import create_app
 from tribal_memory.config import Settings
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
+from tribal_memory.serverproc import free_port, wait_until_healthy
 
 EXAMPLES = 40
 """Generated cases per operation (about 30 operations: over 1,000 in all)."""
 CASES: list[str] = []
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 @pytest.fixture(scope="module")
 def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     data: Path = tmp_path_factory.mktemp("schemathesis") / "data"
-    port = _free_port()
+    port = free_port()
     app = create_app(
         Settings(data_dir=data, auth="off", max_request_bytes=64 * 1024),
         embedder=FastEmbedEmbedder(),
@@ -50,13 +42,7 @@ def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"{url}/health", timeout=2).status_code == 200:
-                break
-        except httpx.TransportError:
-            time.sleep(0.1)
+    wait_until_healthy(f"{url}/health", timeout_s=60)
     httpx.post(f"{url}/v1/memories", json={"content": "The printer is on floor 3"})
     yield url
     server.should_exit = True

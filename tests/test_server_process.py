@@ -4,70 +4,44 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
+from tribal_memory.serverproc import ServerProcess, ServerStartError, free_port
+
 STARTUP_TIMEOUT_S = 60.0
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def _wait_until_up(process: subprocess.Popen[bytes], base_url: str, log: Path) -> None:
-    deadline = time.monotonic() + STARTUP_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            pytest.fail(f"server exited with {process.returncode}:\n{log.read_text()}")
-        try:
-            if httpx.get(f"{base_url}/health", timeout=2.0).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.2)
-    pytest.fail(f"server not up after {STARTUP_TIMEOUT_S} s:\n{log.read_text()}")
 
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[str]:
     """Base URL of a server process over a temp data dir; terminated afterwards."""
-    port = _free_port()
+    port = free_port()
     env = {
-        **os.environ,
         "TRIBAL_DATA_DIR": str(tmp_path / "data"),
         "TRIBAL_PORT": str(port),
         "TRIBAL_HOST": "127.0.0.1",
     }
-    log = tmp_path / "server.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "tribal_memory.api.server"],
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    base_url = f"http://127.0.0.1:{port}"
+    process = ServerProcess(
+        ["-m", "tribal_memory.api.server"],
+        log_path=tmp_path / "server.log",
+        port=port,
+        env=env,
+        startup_timeout_s=STARTUP_TIMEOUT_S,
+    )
     try:
-        _wait_until_up(process, base_url, log)
-        yield base_url
+        process.start()
+    except ServerStartError as exc:
+        pytest.fail(f"{exc.detail}:\n{process.log_text()}")
+    try:
+        yield process.base_url
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
-    output = log.read_text()
+        process.stop()
+    output = process.log_text()
     # uvicorn shuts down gracefully on SIGTERM, then re-raises it (exit -15) or exits 0.
     assert process.returncode in (0, -signal.SIGTERM), output
     assert "Application shutdown complete" in output
@@ -119,7 +93,7 @@ def test_capture_and_search_over_http(server: str) -> None:
 def _run_server(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "tribal_memory.api.server"],
-        env={**os.environ, "TRIBAL_PORT": str(_free_port()), **env},
+        env={**os.environ, "TRIBAL_PORT": str(free_port()), **env},
         capture_output=True,
         text=True,
         timeout=STARTUP_TIMEOUT_S,

@@ -1,7 +1,8 @@
 """Processes of ``bench perf``: the server under test and the locust load generator.
 
 The server is a real ``python -m tribal_memory.api.server`` process on
-127.0.0.1 over its own data dir; its memory is read from ``/proc`` (Linux).
+127.0.0.1 over its own data dir (started by :mod:`tribal_memory.serverproc`);
+its memory is read from ``/proc`` (Linux).
 Locust runs as a separate process too, so gevent never enters this one.
 """
 
@@ -10,33 +11,20 @@ from __future__ import annotations
 import csv
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
-import httpx
-
+from tribal_memory import serverproc
 from tribal_memory.errors import TribalError
 
 LOCUSTFILE = Path(__file__).with_name("locustfile.py")
 """The locust scenario (random questions to ``POST /v1/search``)."""
-_STARTUP_TIMEOUT_S = 120.0
 
 
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that was free a moment ago."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-class ServerProcess:
+class ServerProcess(serverproc.ServerProcess):
     """``python -m tribal_memory.api.server`` on a free loopback port (a context manager).
 
     Args:
@@ -44,78 +32,19 @@ class ServerProcess:
         log_path: Where the server's stdout and stderr go.
 
     Raises:
-        TribalError: on entry, the server exited or was not healthy within 120 s
-            (the detail names the log).
+        ServerStartError: on entry, the server exited or was not healthy within
+            120 s (the detail names the log).
     """
 
     def __init__(self, data_dir: Path, log_path: Path) -> None:
-        self.data_dir = data_dir
-        self.log_path = log_path
-        self.port = free_port()
-        self.base_url = f"http://127.0.0.1:{self.port}"
-        self._process: subprocess.Popen[bytes] | None = None
-
-    @property
-    def pid(self) -> int:
-        """Process id of the running server."""
-        assert self._process is not None, "the server is not running"
-        return self._process.pid
-
-    def __enter__(self) -> ServerProcess:
+        port = serverproc.free_port()
         env = {
-            **os.environ,
-            "TRIBAL_DATA_DIR": str(self.data_dir),
-            "TRIBAL_PORT": str(self.port),
-            "TRIBAL_HOST": "127.0.0.1",
+            "TRIBAL_DATA_DIR": str(data_dir),
+            "TRIBAL_PORT": str(port),
+            "TRIBAL_HOST": serverproc.LOOPBACK,
         }
-        with self.log_path.open("wb") as log:
-            self._process = subprocess.Popen(
-                [sys.executable, "-m", "tribal_memory.api.server"],
-                env=env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
-        try:
-            self._wait_healthy()
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
-
-    def _wait_healthy(self) -> None:
-        assert self._process is not None
-        deadline = time.monotonic() + _STARTUP_TIMEOUT_S
-        while time.monotonic() < deadline:
-            if self._process.poll() is not None:
-                raise TribalError(
-                    f"the server exited with code {self._process.returncode}; see {self.log_path}"
-                )
-            try:
-                if httpx.get(f"{self.base_url}/health", timeout=2.0).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            time.sleep(0.2)
-        raise TribalError(f"the server was not healthy after {_STARTUP_TIMEOUT_S:.0f} s")
-
-    def stop(self) -> None:
-        """Terminate the server (SIGTERM, then SIGKILL after 30 s); idempotent."""
-        if self._process is None or self._process.poll() is not None:
-            return
-        self._process.terminate()
-        try:
-            self._process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self._process.kill()
-            self._process.wait(timeout=10)
+        super().__init__(["-m", "tribal_memory.api.server"], log_path=log_path, port=port, env=env)
+        self.data_dir = data_dir
 
     def memory_mb(self) -> dict[str, float]:
         """Resident memory of the server from ``/proc/<pid>/status``, in MiB.
