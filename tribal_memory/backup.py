@@ -1,7 +1,7 @@
 """Online backup and restore of a data dir (LanceDB memories + the SQLite file).
 
 A backup is itself a data dir: point ``--data-dir`` at it, or copy it into
-place with :func:`restore_backup`. It is taken while a server writes:
+place with :func:`restore_backup`. It is taken while servers write:
 
 1. LanceDB: the ``memories`` table is pinned at its current version (every
    write acknowledged before the backup started is in that version: LanceDB
@@ -9,7 +9,9 @@ place with :func:`restore_backup`. It is taken while a server writes:
    table with the same schema and model metadata; the full-text index is
    rebuilt. Later writes are not in the backup.
 2. SQLite: copied with SQLite's online backup API, a consistent snapshot
-   taken after step 1.
+   taken after step 1. From PostgreSQL (``database_url``), every table's rows
+   are read in one repeatable-read transaction (a snapshot) and written into
+   a new SQLite file of the backup, so the backup is a self-contained data dir.
 3. SQL rows naming memories that are not in the LanceDB snapshot (captured
    or deleted between the two steps) are pruned, so the backup is consistent
    by :func:`tribal_memory.maintenance.check_consistency`.
@@ -33,12 +35,15 @@ from pathlib import Path
 import lancedb
 import pyarrow as pa
 from lancedb.index import FTS
+from sqlalchemy import Engine, insert, select
+from sqlalchemy.exc import SQLAlchemyError
 
 from tribal_memory.config import Settings
-from tribal_memory.db import Database, make_engine, migrate
+from tribal_memory.db import Database, describe_url, engine_for, error_text, make_engine, migrate
 from tribal_memory.errors import InvalidInput, StoreUnavailable
 from tribal_memory.maintenance import prune_orphans
 from tribal_memory.store.lancedb import TABLE
+from tribal_memory.tables import Base
 
 MANIFEST = "backup.json"
 """File in a backup recording when and from which table version it was taken."""
@@ -115,6 +120,45 @@ def _copy_sqlite(source: Path, target: Path, busy_timeout_ms: int) -> None:
         dst.execute("PRAGMA journal_mode=WAL")
 
 
+def _copy_rows(source: Engine, target: Engine) -> None:
+    """Every table's rows from ``source`` (one snapshot) into the migrated SQLite ``target``."""
+    with (
+        source.connect().execution_options(isolation_level="REPEATABLE READ") as src,
+        target.begin() as dst,
+    ):
+        for table in Base.metadata.sorted_tables:
+            if table.name == "learned_generations":  # kept by the target's triggers
+                continue
+            rows = src.execution_options(yield_per=_COPY_BATCH_ROWS).execute(select(table))
+            for batch in rows.mappings().partitions():
+                dst.execute(insert(table), [dict(row) for row in batch])
+
+
+def _copy_sql(settings: Settings, work: Path) -> None:
+    """The SQL side of ``settings`` into ``work/tribal.sqlite3``, migrated to head."""
+    source = engine_for(settings)
+    try:
+        if source.dialect.name == "sqlite":
+            database = Path(source.url.database or "")
+            try:
+                _copy_sqlite(database, work / _SQLITE_FILE, settings.sqlite_busy_timeout_ms)
+            except sqlite3.Error as exc:
+                raise StoreUnavailable(f"cannot copy {database}: {exc}") from exc
+            return
+        target = make_engine(work / _SQLITE_FILE)
+        try:
+            migrate(target)
+            _copy_rows(source, target)
+        except SQLAlchemyError as exc:
+            raise StoreUnavailable(
+                f"cannot copy the database {describe_url(source.url)}: {error_text(exc)}"
+            ) from exc
+        finally:
+            target.dispose()
+    finally:
+        source.dispose()
+
+
 def create_backup(settings: Settings, destination: Path) -> BackupReport:
     """Snapshot the data dir of ``settings`` into ``destination`` while it may be in use.
 
@@ -135,7 +179,7 @@ def create_backup(settings: Settings, destination: Path) -> BackupReport:
     """
     destination = destination.resolve()
     data_dir = settings.data_dir.resolve()
-    if not data_dir.is_dir():
+    if settings.database_url is None and not data_dir.is_dir():
         raise InvalidInput(f"no data dir at {data_dir}")
     if destination == data_dir or data_dir in destination.parents:
         raise InvalidInput("the backup must go outside the data dir")
@@ -151,10 +195,7 @@ def create_backup(settings: Settings, destination: Path) -> BackupReport:
             version, ids, rows = _copy_memories(settings.lancedb_uri, str(work / _LANCEDB_DIR))
         except Exception as exc:  # noqa: BLE001 - LanceDB/Arrow raise many types
             raise StoreUnavailable(f"cannot copy the memory store: {exc}") from exc
-        try:
-            _copy_sqlite(settings.sqlite_path, work / _SQLITE_FILE, settings.sqlite_busy_timeout_ms)
-        except sqlite3.Error as exc:
-            raise StoreUnavailable(f"cannot copy {settings.sqlite_path}: {exc}") from exc
+        _copy_sql(settings, work)
         engine = make_engine(work / _SQLITE_FILE)
         try:
             migrate(engine)
