@@ -160,6 +160,7 @@ def test_ingest_locomo_then_stats(tmp_path: Path, data_dir: Path) -> None:
     assert stats["embedding_dim"] == 384
 
 
+@pytest.mark.sqlite_only(reason="checks that the SQLite file is created")
 def test_migrate_does_not_need_the_model(data_dir: Path) -> None:
     env = {"TRIBAL_EMBEDDING_MODEL": "/no/such/model"}
 

@@ -208,6 +208,7 @@ def populated(tmp_path: Path, settings: Settings, embedder: FastEmbedEmbedder) -
 
 
 @pytest.mark.slow
+@pytest.mark.sqlite_only(reason="corrupts the SQLite file")
 def test_corrupted_sqlite_file_is_a_clear_error(populated: Path) -> None:
     sqlite = populated / "tribal.sqlite3"
     for side in ("-wal", "-shm"):

@@ -14,6 +14,7 @@ every route given such an id answers 404.
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -196,10 +197,17 @@ def _run(world: World, op: tuple[Any, ...]) -> None:
 )
 @given(operations=st.lists(operation, min_size=4, max_size=12))
 def test_no_key_ever_sees_another_owners_private_memory(
-    embedder: FastEmbedEmbedder, operations: list[tuple[Any, ...]]
+    embedder: FastEmbedEmbedder,
+    fresh_database: Callable[[], str | None],
+    operations: list[tuple[Any, ...]],
 ) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        settings_ = Settings(data_dir=Path(tmp) / "data", auth="required", fts_min_rows=1)
+        settings_ = Settings(
+            data_dir=Path(tmp) / "data",
+            database_url=fresh_database(),  # each example its own (None: SQLite in tmp)
+            auth="required",
+            fts_min_rows=1,
+        )
         with TestClient(create_app(settings_, embedder=embedder)) as client:
             service = client.app.state["service"]
             assert isinstance(service, MemoryService)

@@ -567,6 +567,7 @@ def test_secret_tables_are_excluded() -> None:
 # -- CLI ---------------------------------------------------------------------------------
 
 
+@pytest.mark.sqlite_only(reason="instance A (module-scoped) outlives the per-test database")
 def test_cli_export_and_import(source: Source, tmp_path: Path) -> None:
     runner = CliRunner()
     a_dir = str(source.service.settings.data_dir)
