@@ -94,7 +94,9 @@ class MemoryService:
             self.embedder.dim,
             read_consistency_s=settings.read_consistency_s,
             ann_index_min_rows=settings.ann_index_min_rows,
+            ann_nprobes=settings.ann_nprobes,
             optimize_every_rows=settings.optimize_every_rows,
+            optimize_growth=settings.optimize_growth,
             keep_versions_s=settings.keep_versions_s,
         )
         engine = make_engine(settings.sqlite_path, busy_timeout_ms=settings.sqlite_busy_timeout_ms)
@@ -305,10 +307,10 @@ class MemoryService:
                 for j in positions[:n]:
                     offer(memories[i].memory_id, memories[j].memory_id, float(similarity[i, j]))
             own = SearchFilters(owner=owner, include_shared=False)
-            nearest = self.store.vector_search_many(vectors[positions], own, 1)
-            for i, candidates in zip(positions, nearest, strict=True):
-                for candidate in candidates:
-                    offer(memories[i].memory_id, candidate.memory.memory_id, candidate.score)
+            nearest = self.store.nearest(vectors[positions], own)
+            for i, found in zip(positions, nearest, strict=True):
+                if found is not None:
+                    offer(memories[i].memory_id, *found)
         return best
 
     # -- read, update, delete ---------------------------------------------------

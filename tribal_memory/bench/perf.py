@@ -47,9 +47,11 @@ from tribal_memory.bench.perf_corpus import (
     questions,
 )
 from tribal_memory.bench.perf_server import ServerProcess, read_memory_mb, run_locust
+from tribal_memory.config import Settings
 from tribal_memory.embeddings.base import Embedder, Vector
 from tribal_memory.errors import InvalidInput, TribalError
-from tribal_memory.models import Memory, memory_id_for
+from tribal_memory.models import Memory, SearchFilters, memory_id_for
+from tribal_memory.store.lancedb import LanceMemoryStore
 from tribal_memory.transfer.records import FORMAT, VERSION, dumps, memory_record
 
 Log = Callable[[str], None]
@@ -305,6 +307,9 @@ def _measure_size(
         figures["rss_mb"] = memory.get("rss_mb")
         figures["rss_peak_mb"] = memory.get("peak_mb")
 
+    log(f"[{n}] vector index recall against exact search")
+    figures.update(_ann_recall(data_dir, embedder, asked, asked_owned))
+
     log(f"[{n}] baseline: numpy cosine + rank-bm25, in-process")
     started = time.perf_counter()
     baseline = PlainBaseline([f.content for f in facts], vectors, embedder)
@@ -324,6 +329,40 @@ def _measure_size(
         sum(p.stat().st_size for p in data_dir.rglob("*") if p.is_file()) / 1024**2, 1
     )
     return figures, locust
+
+
+def _ann_recall(
+    data_dir: Path, embedder: Embedder, asked: Sequence[str], asked_owned: Sequence[str]
+) -> dict[str, Any]:
+    """recall@10 of the server's vector search against exact search over the same store.
+
+    Opens the stopped server's store with the default index settings and
+    compares, per question (at most 100 of each kind), the ids of
+    ``vector_search`` with those of ``vector_search(exact=True)``; with no IVF
+    index yet both are exact and recall is 1.0.
+    """
+    settings = Settings(data_dir=data_dir)
+    store = LanceMemoryStore(
+        settings.lancedb_uri,
+        embedder.model_id,
+        embedder.dim,
+        ann_index_min_rows=settings.ann_index_min_rows,
+        ann_nprobes=settings.ann_nprobes,
+    )
+    found: dict[str, Any] = {"ann_index": store.index_state()["ann"]}
+    for name, queries, filters in (
+        ("ann_recall_at_10", asked, SearchFilters()),
+        ("ann_recall_at_10_filtered", asked_owned, SearchFilters(owner=FILTER_OWNER)),
+    ):
+        recalls = []
+        for query in queries[:100]:
+            vector = embedder.embed(query, query=True)
+            approx = {s.memory.memory_id for s in store.vector_search(vector, filters, SEARCH_K)}
+            truth = store.vector_search(vector, filters, SEARCH_K, exact=True)
+            exact = {s.memory.memory_id for s in truth}
+            recalls.append(len(approx & exact) / max(1, len(exact)))
+        found[name] = round(sum(recalls) / max(1, len(recalls)), 4)
+    return found
 
 
 def targets(report: dict[str, Any]) -> list[dict[str, Any]]:
