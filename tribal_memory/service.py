@@ -193,7 +193,9 @@ class MemoryService:
         """Store one memory; see :meth:`capture_batch`."""
         return self.capture_batch([item])[0]
 
-    def capture_batch(self, items: Sequence[MemoryInput]) -> list[CaptureResult]:
+    def capture_batch(
+        self, items: Sequence[MemoryInput], *, near_duplicates: bool = True
+    ) -> list[CaptureResult]:
         """Store memories, idempotently, in one write.
 
         The whole batch is validated before anything is written: one invalid
@@ -202,7 +204,8 @@ class MemoryService:
         and not written again. A new item whose cosine similarity to another
         memory of the same owner (stored, or earlier in the batch) reaches
         ``near_duplicate_threshold`` is stored and reported with
-        ``near_duplicate_of``.
+        ``near_duplicate_of``, unless ``near_duplicates`` is False (that check
+        costs one vector search per new memory; bulk loads may skip it).
 
         Returns:
             One result per item, in input order.
@@ -230,7 +233,9 @@ class MemoryService:
             keep = [i for i, m in enumerate(candidates) if m.memory_id not in stored]
             new_memories = [candidates[i] for i in keep]
             new_vectors = vectors[keep]
-            duplicates = self._near_duplicates(new_memories, new_vectors)
+            duplicates = (
+                self._near_duplicates(new_memories, new_vectors) if near_duplicates else {}
+            )
             self.store.add(new_memories, new_vectors)
         created = {
             m.memory_id: CaptureResult(m, "created", *duplicates.get(m.memory_id, (None, None)))

@@ -202,7 +202,7 @@ def _stats(times: Sequence[float]) -> tuple[float, float]:
 
 
 def _capture_vs_embed(
-    client: httpx.Client, embedder: Embedder, facts: Sequence[Fact]
+    client: httpx.Client, embedder: Embedder, facts: Sequence[Fact], *, near_duplicates: bool
 ) -> tuple[float, float]:
     """(captures/s over HTTP, raw embeddings/s) on the same texts, chunk by chunk."""
     capture_s = embed_s = 0.0
@@ -211,7 +211,10 @@ def _capture_vs_embed(
         began = time.perf_counter()
         embedder.embed_batch([f.content for f in chunk])
         embed_s += time.perf_counter() - began
-        body = {"memories": [{"content": f.content, "owner": f.owner} for f in chunk]}
+        body = {
+            "memories": [{"content": f.content, "owner": f.owner} for f in chunk],
+            "near_duplicates": near_duplicates,
+        }
         began = time.perf_counter()
         response = client.post("/v1/memories/batch", json=body)
         capture_s += time.perf_counter() - began
@@ -288,10 +291,19 @@ def _measure_size(
             above = figures[name] - figures["query_embed_p50_ms"]
             figures[name.replace("_ms", "_above_embed_ms")] = round(above, 2)
 
-        log(f"[{n}] capture vs raw embedding ({len(capture_facts)} new facts)")
-        capture_per_s, embed_per_s = _capture_vs_embed(client, embedder, capture_facts)
+        log(f"[{n}] capture vs raw embedding ({len(capture_facts)} new facts, twice)")
+        half = len(capture_facts) // 2
+        capture_per_s, embed_per_s = _capture_vs_embed(
+            client, embedder, capture_facts[:half], near_duplicates=True
+        )
         figures["capture_per_s"], figures["embed_per_s"] = capture_per_s, embed_per_s
         figures["capture_vs_embed"] = round(capture_per_s / embed_per_s, 3)
+        # The same, without the near-duplicate search: what the storage path costs.
+        bulk_per_s, bulk_embed_per_s = _capture_vs_embed(
+            client, embedder, capture_facts[half:], near_duplicates=False
+        )
+        figures["capture_no_near_duplicates_per_s"] = bulk_per_s
+        figures["capture_no_near_duplicates_vs_embed"] = round(bulk_per_s / bulk_embed_per_s, 3)
 
         if concurrent:
             log(f"[{n}] locust: {options['clients']} clients for {options['locust_s']} s")
@@ -384,6 +396,12 @@ def targets(report: dict[str, Any]) -> list[dict[str, Any]]:
             add(f"filtered p95 ms @{size}", figures["filtered_p95_ms"], p95)
         add(f"cache hit p50 ms @{size}", figures["cache_hit_p50_ms"], 5)
         add(f"capture / raw embedding @{size}", figures["capture_vs_embed"], 0.8, at_most=False)
+        add(
+            f"capture without near-duplicate check / raw embedding @{size}",
+            figures.get("capture_no_near_duplicates_vs_embed"),
+            0.8,
+            at_most=False,
+        )
     concurrent = report.get("concurrent")
     if concurrent:
         add("concurrent errors", concurrent["errors"], 0)
@@ -397,7 +415,7 @@ def run_perf_bench(
     cache_dir: Path | None = None,
     samples: int = 300,
     warmup: int = 30,
-    capture_n: int = 1024,
+    capture_n: int = 2048,
     clients: int = 16,
     locust_s: int = 20,
     seed: int = 0,
