@@ -100,6 +100,8 @@ class Settings(BaseSettings):
     """Also wait until this fraction of the table was written before an automatic ``optimize()``."""
     keep_versions_s: int = Field(default=300, ge=0)
     """Age in seconds past which old LanceDB table versions are removed by ``optimize()``."""
+    index_cache_mb: int = Field(default=1024, ge=16)
+    """Bound (MiB) of LanceDB's in-memory index cache; a quarter more for table metadata."""
     read_consistency_s: float = Field(default=1.0, ge=0.0)
     """Seconds after which reads see writes made by other processes (0: every read checks)."""
     sqlite_busy_timeout_ms: int = Field(default=5000, ge=0)

@@ -98,6 +98,7 @@ class MemoryService:
             optimize_every_rows=settings.optimize_every_rows,
             optimize_growth=settings.optimize_growth,
             keep_versions_s=settings.keep_versions_s,
+            index_cache_mb=settings.index_cache_mb,
         )
         engine = make_engine(settings.sqlite_path, busy_timeout_ms=settings.sqlite_busy_timeout_ms)
         migrate(engine)

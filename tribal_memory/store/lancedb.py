@@ -249,6 +249,10 @@ class LanceMemoryStore:
             automatic ``optimize()`` (each one rewrites compacted files and
             indexes, so a fixed gap would make bulk loads quadratic).
         keep_versions_s: Table versions older than this are removed by ``optimize()``.
+        index_cache_mb: Bound of LanceDB's in-memory cache of index data (MiB),
+            and a quarter of it for table metadata. The cache keeps replaced
+            index versions until evicted, so without a bound a long-running
+            server's memory grows with every ``optimize()``.
 
     Raises:
         EmbeddingModelMismatch: the table was created with another model or dimension.
@@ -267,6 +271,7 @@ class LanceMemoryStore:
         optimize_every_rows: int = 2_000,
         optimize_growth: float = 0.1,
         keep_versions_s: int = 300,
+        index_cache_mb: int = 1024,
     ) -> None:
         self.model_id = model_id
         self.dim = dim
@@ -280,14 +285,20 @@ class LanceMemoryStore:
         self._ann = False
         self._ann_trained_rows = 0
         self._loop = _event_loop()
-        self._table: AsyncTable = self._run("open", self._open(uri, read_consistency_s))
+        session = lancedb.Session(
+            index_cache_size_bytes=index_cache_mb * 1024**2,
+            metadata_cache_size_bytes=index_cache_mb * 1024**2 // 4,
+        )
+        self._table: AsyncTable = self._run("open", self._open(uri, read_consistency_s, session))
 
     def _run(self, action: str, awaitable: Awaitable[_T]) -> _T:
         return self._loop.submit(_translated(action, awaitable)).result()
 
-    async def _open(self, uri: str, read_consistency_s: float) -> AsyncTable:
+    async def _open(
+        self, uri: str, read_consistency_s: float, session: lancedb.Session
+    ) -> AsyncTable:
         db = await lancedb.connect_async(
-            uri, read_consistency_interval=timedelta(seconds=read_consistency_s)
+            uri, read_consistency_interval=timedelta(seconds=read_consistency_s), session=session
         )
         if TABLE in (await db.list_tables()).tables:
             table = await db.open_table(TABLE)
