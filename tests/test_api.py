@@ -156,6 +156,28 @@ def test_near_duplicate_is_reported(client: TestClient[Litestar]) -> None:
     assert 0.95 <= second["near_duplicate_score"] <= 1.0
 
 
+def test_batch_capture_can_skip_the_near_duplicate_check(client: TestClient[Litestar]) -> None:
+    first = capture(client, "The office wifi password is hunter2")
+    body = {
+        "memories": [
+            {"content": "The office wifi password is hunter2."},
+            {"content": "The office wifi password is hunter2"},
+        ],
+        "near_duplicates": False,
+    }
+    response = client.post("/v1/memories/batch", json=body)
+    assert response.status_code == 200, response.text
+    near, repeat = response.json()["results"]
+    assert near["status"] == "created" and near["near_duplicate_of"] is None
+    assert repeat["status"] == "exists"
+    assert repeat["memory"]["memory_id"] == first["memory"]["memory_id"]
+    found = client.post("/v1/search", json={"query": "wifi password", "k": 5}).json()["hits"]
+    assert {h["memory_id"] for h in found} >= {
+        first["memory"]["memory_id"],
+        near["memory"]["memory_id"],
+    }
+
+
 def test_concurrent_identical_captures_store_one_memory(client: TestClient[Litestar]) -> None:
     def post(_: int) -> str:
         response = client.post("/v1/memories", json={"content": "Captured by eight agents"})

@@ -24,6 +24,7 @@ SIZE_KEYS = (
     "cache_hit_p50_ms",
     "capture_per_s",
     "embed_per_s",
+    "capture_no_near_duplicates_per_s",
     "rss_mb",
     "baseline_search_p50_ms",
     "query_embed_p50_ms",

@@ -72,3 +72,48 @@ def test_scan_streams_every_memory_with_its_exact_vector(tmp_path: Path) -> None
     own = SearchFilters(owner="o", include_shared=False)
     only_o = [m.memory_id for batch, _ in store.scan(own) for m in batch]
     assert sorted(only_o) == ["1", "3", "5", "7", "9"]
+
+
+def _indexed_store(tmp_path: Path, rows: int, dim: int = 16) -> tuple[LanceMemoryStore, np.ndarray]:
+    """A store past ``ann_index_min_rows``, optimised, so its IVF index exists."""
+    store = LanceMemoryStore(
+        str(tmp_path / "db"), "test-model", dim, ann_index_min_rows=256, optimize_every_rows=10**9
+    )
+    vectors = _unit(rows, dim, seed=1)
+    memories = [_memory(f"m{i:05d}", f"memory {i}", owner=f"big-{i % 2}") for i in range(rows)]
+    store.add(memories, vectors)
+    store.optimize()
+    assert store.index_state()["ann"]
+    return store, vectors
+
+
+def test_a_small_owner_finds_all_its_memories_past_the_ann_index(tmp_path: Path) -> None:
+    store, _ = _indexed_store(tmp_path, 2000)
+    small = _unit(6, 16, seed=2)
+    store.add([_memory(f"s{i}", f"small {i}", owner="small") for i in range(6)], small)
+    store.optimize()
+    own = SearchFilters(owner="small", include_shared=False)
+    for vector in small:
+        found = store.vector_search(vector, own, 10)
+        assert sorted(s.memory.memory_id for s in found) == [f"s{i}" for i in range(6)]
+
+
+def test_ann_search_agrees_with_exact_search(tmp_path: Path) -> None:
+    store, vectors = _indexed_store(tmp_path, 3000)
+    overlap = []
+    for vector in _unit(30, 16, seed=3):
+        approx = {s.memory.memory_id for s in store.vector_search(vector, SearchFilters(), 10)}
+        exact = store.vector_search(vector, SearchFilters(), 10, exact=True)
+        assert [s.score for s in exact] == sorted((s.score for s in exact), reverse=True)
+        overlap.append(len(approx & {s.memory.memory_id for s in exact}) / 10)
+    assert np.mean(overlap) >= 0.8
+
+
+def test_nearest_finds_a_near_twin_past_the_ann_index(tmp_path: Path) -> None:
+    store, vectors = _indexed_store(tmp_path, 2000)
+    twins = vectors[[10, 500, 1500]] + 0.01 * _unit(3, 16, seed=4)
+    twins /= np.linalg.norm(twins, axis=1, keepdims=True)
+    found = store.nearest(twins, SearchFilters(owner="big-0", include_shared=False))
+    assert [f[0] if f else None for f in found] == ["m00010", "m00500", "m01500"]
+    assert all(f is not None and f[1] > 0.99 for f in found)
+    assert store.nearest(twins, SearchFilters(owner="nobody", include_shared=False)) == [None] * 3

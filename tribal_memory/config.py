@@ -97,12 +97,18 @@ class Settings(BaseSettings):
     near_duplicate_threshold: float = Field(default=0.95, ge=0.0, le=1.0)
     """Cosine similarity at which a capture reports a near-duplicate (1.0 disables)."""
 
-    ann_index_min_rows: int = Field(default=100_000, ge=256)
-    """Rows at which an IVF ANN vector index is built; below it search is exact."""
+    ann_index_min_rows: int = Field(default=5_000, ge=256)
+    """Rows at which an IVF_FLAT vector index is built; below it search is exact."""
+    ann_nprobes: int = Field(default=10, ge=1)
+    """IVF partitions searched per vector query (more: higher recall, slower)."""
     optimize_every_rows: int = Field(default=2_000, ge=1)
-    """Rows written between automatic ``optimize()`` runs (fold into indexes, compact)."""
-    keep_versions_s: int = Field(default=3600, ge=0)
+    """Least rows written between automatic ``optimize()`` runs (fold into indexes, compact)."""
+    optimize_growth: float = Field(default=0.1, gt=0.0, le=1.0)
+    """Also wait until this fraction of the table was written before an automatic ``optimize()``."""
+    keep_versions_s: int = Field(default=300, ge=0)
     """Age in seconds past which old LanceDB table versions are removed by ``optimize()``."""
+    index_cache_mb: int = Field(default=1024, ge=16)
+    """Bound (MiB) of LanceDB's in-memory index cache; a quarter more for table metadata."""
     read_consistency_s: float = Field(default=1.0, ge=0.0)
     """Seconds after which reads see writes made by other processes (0: every read checks)."""
     sqlite_busy_timeout_ms: int = Field(default=5000, ge=0)

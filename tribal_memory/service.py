@@ -102,8 +102,11 @@ class MemoryService:
                     self.embedder.dim,
                     read_consistency_s=settings.read_consistency_s,
                     ann_index_min_rows=settings.ann_index_min_rows,
+                    ann_nprobes=settings.ann_nprobes,
                     optimize_every_rows=settings.optimize_every_rows,
+                    optimize_growth=settings.optimize_growth,
                     keep_versions_s=settings.keep_versions_s,
+                    index_cache_mb=settings.index_cache_mb,
                 )
         except BaseException:
             self.db.close()
@@ -201,7 +204,9 @@ class MemoryService:
         """Store one memory; see :meth:`capture_batch`."""
         return self.capture_batch([item])[0]
 
-    def capture_batch(self, items: Sequence[MemoryInput]) -> list[CaptureResult]:
+    def capture_batch(
+        self, items: Sequence[MemoryInput], *, near_duplicates: bool = True
+    ) -> list[CaptureResult]:
         """Store memories, idempotently, in one write.
 
         The whole batch is validated before anything is written: one invalid
@@ -210,7 +215,8 @@ class MemoryService:
         and not written again. A new item whose cosine similarity to another
         memory of the same owner (stored, or earlier in the batch) reaches
         ``near_duplicate_threshold`` is stored and reported with
-        ``near_duplicate_of``.
+        ``near_duplicate_of``, unless ``near_duplicates`` is False (that check
+        costs one vector search per new memory; bulk loads may skip it).
 
         Returns:
             One result per item, in input order.
@@ -238,7 +244,9 @@ class MemoryService:
             keep = [i for i, m in enumerate(candidates) if m.memory_id not in stored]
             new_memories = [candidates[i] for i in keep]
             new_vectors = vectors[keep]
-            duplicates = self._near_duplicates(new_memories, new_vectors)
+            duplicates = (
+                self._near_duplicates(new_memories, new_vectors) if near_duplicates else {}
+            )
             self.store.add(new_memories, new_vectors)
         created = {
             m.memory_id: CaptureResult(m, "created", *duplicates.get(m.memory_id, (None, None)))
@@ -315,10 +323,10 @@ class MemoryService:
                 for j in positions[:n]:
                     offer(memories[i].memory_id, memories[j].memory_id, float(similarity[i, j]))
             own = SearchFilters(owner=owner, include_shared=False)
-            nearest = self.store.vector_search_many(vectors[positions], own, 1)
-            for i, candidates in zip(positions, nearest, strict=True):
-                for candidate in candidates:
-                    offer(memories[i].memory_id, candidate.memory.memory_id, candidate.score)
+            nearest = self.store.nearest(vectors[positions], own)
+            for i, found in zip(positions, nearest, strict=True):
+                if found is not None:
+                    offer(memories[i].memory_id, *found)
         return best
 
     # -- read, update, delete ---------------------------------------------------

@@ -68,6 +68,7 @@ class MemoriesController(Controller):
         """Capture many memories in one write; one invalid item rejects the whole batch.
 
         Returns one result per item, in request order, each ``created`` or ``exists``.
+        With ``near_duplicates: false`` no result carries ``near_duplicate_of``.
 
         Raises:
             InvalidInput: 400, an item with empty content or owner, or a bad tag.
@@ -75,7 +76,7 @@ class MemoriesController(Controller):
             StoreUnavailable: 503, the write failed (nothing stored). EmbeddingError: 503.
         """
         items = [item.to_input(caller.write_owner(item.owner)) for item in data.memories]
-        results = service.capture_batch(items)
+        results = service.capture_batch(items, near_duplicates=data.near_duplicates)
         return BatchCaptureOut(results=[capture_out(result) for result in results])
 
     @get("/{memory_id:str}", sync_to_thread=True, responses=error_responses(404))

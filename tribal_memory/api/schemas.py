@@ -86,6 +86,10 @@ class BatchCaptureRequest(_Request):
     """Memories to capture in one write (all or nothing)."""
 
     memories: list[CaptureRequest]
+    near_duplicates: bool = True
+    """Report near-duplicates of stored memories (one vector search per new
+    memory); false skips that search, e.g. for bulk loads. Repeats of the same
+    content are still reported as ``exists``."""
 
 
 class PatchRequest(_Request):

@@ -47,9 +47,11 @@ from tribal_memory.bench.perf_corpus import (
     questions,
 )
 from tribal_memory.bench.perf_server import ServerProcess, read_memory_mb, run_locust
+from tribal_memory.config import Settings
 from tribal_memory.embeddings.base import Embedder, Vector
 from tribal_memory.errors import InvalidInput, TribalError
-from tribal_memory.models import Memory, memory_id_for
+from tribal_memory.models import Memory, SearchFilters, memory_id_for
+from tribal_memory.store.lancedb import LanceMemoryStore
 from tribal_memory.transfer.records import FORMAT, VERSION, dumps, memory_record
 
 Log = Callable[[str], None]
@@ -200,7 +202,7 @@ def _stats(times: Sequence[float]) -> tuple[float, float]:
 
 
 def _capture_vs_embed(
-    client: httpx.Client, embedder: Embedder, facts: Sequence[Fact]
+    client: httpx.Client, embedder: Embedder, facts: Sequence[Fact], *, near_duplicates: bool
 ) -> tuple[float, float]:
     """(captures/s over HTTP, raw embeddings/s) on the same texts, chunk by chunk."""
     capture_s = embed_s = 0.0
@@ -209,7 +211,10 @@ def _capture_vs_embed(
         began = time.perf_counter()
         embedder.embed_batch([f.content for f in chunk])
         embed_s += time.perf_counter() - began
-        body = {"memories": [{"content": f.content, "owner": f.owner} for f in chunk]}
+        body = {
+            "memories": [{"content": f.content, "owner": f.owner} for f in chunk],
+            "near_duplicates": near_duplicates,
+        }
         began = time.perf_counter()
         response = client.post("/v1/memories/batch", json=body)
         capture_s += time.perf_counter() - began
@@ -286,10 +291,19 @@ def _measure_size(
             above = figures[name] - figures["query_embed_p50_ms"]
             figures[name.replace("_ms", "_above_embed_ms")] = round(above, 2)
 
-        log(f"[{n}] capture vs raw embedding ({len(capture_facts)} new facts)")
-        capture_per_s, embed_per_s = _capture_vs_embed(client, embedder, capture_facts)
+        log(f"[{n}] capture vs raw embedding ({len(capture_facts)} new facts, twice)")
+        half = len(capture_facts) // 2
+        capture_per_s, embed_per_s = _capture_vs_embed(
+            client, embedder, capture_facts[:half], near_duplicates=True
+        )
         figures["capture_per_s"], figures["embed_per_s"] = capture_per_s, embed_per_s
         figures["capture_vs_embed"] = round(capture_per_s / embed_per_s, 3)
+        # The same, without the near-duplicate search: what the storage path costs.
+        bulk_per_s, bulk_embed_per_s = _capture_vs_embed(
+            client, embedder, capture_facts[half:], near_duplicates=False
+        )
+        figures["capture_no_near_duplicates_per_s"] = bulk_per_s
+        figures["capture_no_near_duplicates_vs_embed"] = round(bulk_per_s / bulk_embed_per_s, 3)
 
         if concurrent:
             log(f"[{n}] locust: {options['clients']} clients for {options['locust_s']} s")
@@ -304,6 +318,9 @@ def _measure_size(
         memory = server.memory_mb()
         figures["rss_mb"] = memory.get("rss_mb")
         figures["rss_peak_mb"] = memory.get("peak_mb")
+
+    log(f"[{n}] vector index recall against exact search")
+    figures.update(_ann_recall(data_dir, embedder, asked, asked_owned))
 
     log(f"[{n}] baseline: numpy cosine + rank-bm25, in-process")
     started = time.perf_counter()
@@ -326,6 +343,40 @@ def _measure_size(
     return figures, locust
 
 
+def _ann_recall(
+    data_dir: Path, embedder: Embedder, asked: Sequence[str], asked_owned: Sequence[str]
+) -> dict[str, Any]:
+    """recall@10 of the server's vector search against exact search over the same store.
+
+    Opens the stopped server's store with the default index settings and
+    compares, per question (at most 100 of each kind), the ids of
+    ``vector_search`` with those of ``vector_search(exact=True)``; with no IVF
+    index yet both are exact and recall is 1.0.
+    """
+    settings = Settings(data_dir=data_dir)
+    store = LanceMemoryStore(
+        settings.lancedb_uri,
+        embedder.model_id,
+        embedder.dim,
+        ann_index_min_rows=settings.ann_index_min_rows,
+        ann_nprobes=settings.ann_nprobes,
+    )
+    found: dict[str, Any] = {"ann_index": store.index_state()["ann"]}
+    for name, queries, filters in (
+        ("ann_recall_at_10", asked, SearchFilters()),
+        ("ann_recall_at_10_filtered", asked_owned, SearchFilters(owner=FILTER_OWNER)),
+    ):
+        recalls = []
+        for query in queries[:100]:
+            vector = embedder.embed(query, query=True)
+            approx = {s.memory.memory_id for s in store.vector_search(vector, filters, SEARCH_K)}
+            truth = store.vector_search(vector, filters, SEARCH_K, exact=True)
+            exact = {s.memory.memory_id for s in truth}
+            recalls.append(len(approx & exact) / max(1, len(exact)))
+        found[name] = round(sum(recalls) / max(1, len(recalls)), 4)
+    return found
+
+
 def targets(report: dict[str, Any]) -> list[dict[str, Any]]:
     """Each speed target of issue 5 against the measured figure (``met``: bool)."""
     rows: list[dict[str, Any]] = []
@@ -345,6 +396,12 @@ def targets(report: dict[str, Any]) -> list[dict[str, Any]]:
             add(f"filtered p95 ms @{size}", figures["filtered_p95_ms"], p95)
         add(f"cache hit p50 ms @{size}", figures["cache_hit_p50_ms"], 5)
         add(f"capture / raw embedding @{size}", figures["capture_vs_embed"], 0.8, at_most=False)
+        add(
+            f"capture without near-duplicate check / raw embedding @{size}",
+            figures.get("capture_no_near_duplicates_vs_embed"),
+            0.8,
+            at_most=False,
+        )
     concurrent = report.get("concurrent")
     if concurrent:
         add("concurrent errors", concurrent["errors"], 0)
@@ -358,7 +415,7 @@ def run_perf_bench(
     cache_dir: Path | None = None,
     samples: int = 300,
     warmup: int = 30,
-    capture_n: int = 1024,
+    capture_n: int = 2048,
     clients: int = 16,
     locust_s: int = 20,
     seed: int = 0,

@@ -167,8 +167,14 @@ def bench_perf(
     samples: Annotated[int, typer.Option(min=5, help="Timed requests per latency.")] = 300,
     warmup: Annotated[int, typer.Option(min=0, help="Untimed requests before each.")] = 30,
     capture_n: Annotated[
-        int, typer.Option("--capture-n", min=1, help="New facts for capture throughput.")
-    ] = 1024,
+        int,
+        typer.Option(
+            "--capture-n",
+            min=2,
+            help="New facts for capture throughput (half with, half without the "
+            "near-duplicate check).",
+        ),
+    ] = 2048,
     clients: Annotated[int, typer.Option(min=0, help="Concurrent locust clients (0: skip).")] = 16,
     locust_s: Annotated[
         int, typer.Option("--locust-s", min=1, help="Seconds of the locust run.")

@@ -15,6 +15,7 @@ import importlib.util
 import os
 import shutil
 import tempfile
+import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -135,6 +136,7 @@ class FastEmbedEmbedder(Embedder):
     ) -> None:
         self.batch_size = batch_size
         self.batch_chars = batch_chars
+        self._run_lock = threading.Lock()
         local_dir: Path | None = None
         if model == DEFAULT_EMBEDDING_MODEL:
             local_dir = packaged_model_dir()
@@ -196,10 +198,15 @@ class FastEmbedEmbedder(Embedder):
         rows: list[Any] = []
         try:
             for batch in self._batches([texts[i] for i in order]):
-                if query:
-                    rows.extend(self._model.query_embed(batch))
-                else:
-                    rows.extend(self._model.embed(batch, batch_size=len(batch)))
+                # One model call at a time: ONNX Runtime already spreads a call over
+                # every core, and concurrent calls from the server's worker threads
+                # only contend for them. Batches are small, so searches interleave
+                # with a long capture instead of waiting for all of it.
+                with self._run_lock:
+                    if query:
+                        rows.extend(self._model.query_embed(batch))
+                    else:
+                        rows.extend(self._model.embed(batch, batch_size=len(batch)))
         except Exception as exc:  # noqa: BLE001 - onnxruntime errors have no common base
             raise EmbeddingError(f"embedding failed: {exc}") from exc
         matrix = np.empty((len(texts), len(rows[0])), dtype=np.float32)

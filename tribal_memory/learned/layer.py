@@ -26,6 +26,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
@@ -54,7 +55,7 @@ from tribal_memory.models import (
     Variant,
 )
 from tribal_memory.retrieval import Candidate, fused_candidates, top_hits
-from tribal_memory.store.base import MemoryStore
+from tribal_memory.store.base import MemoryStore, ScoredMemory
 from tribal_memory.tables import OwnerVariantRow, utcnow
 
 SearchMode = Literal["hybrid", "vector", "text"]
@@ -256,6 +257,10 @@ class Retriever:
         if mode == "hybrid" and self._store.count(filters) < self.settings.fts_min_rows:
             mode, fallback = "vector", "vector"
         need_vector = mode != "text" or has_past or use_anchors
+        # BM25 runs on the store's event loop while the query is embedded.
+        text_part = (
+            self._store.start_text_search(query, filters, pool) if mode != "vector" else None
+        )
         vector = self._embedder.embed(query, query=True) if need_vector else None
         s = self.settings
         similar = (
@@ -276,7 +281,7 @@ class Retriever:
             entry = self.cache.get(scope, closest.key)
             if entry is not None:
                 return self._cached(entry, filters, k, min_score, mode, variant, started)
-        candidates = self._plain(query, vector, filters, mode, pool)
+        candidates = self._plain(vector, text_part, filters, mode, pool)
         learned: dict[str, _Learned] = {}
         if has_past or use_anchors:
             learned = self._learned_parts(
@@ -305,19 +310,20 @@ class Retriever:
 
     def _plain(
         self,
-        query: str,
         vector: Vector | None,
+        text_search: Future[list[ScoredMemory]] | None,
         filters: SearchFilters,
         mode: SearchMode,
         pool: int,
     ) -> list[Candidate]:
+        """Fused candidates of the vector search and the already started BM25 search."""
         s = self.settings
         vector_part = (
             self._store.vector_search(vector, filters, pool)
             if mode != "text" and vector is not None
             else []
         )
-        text_part = self._store.text_search(query, filters, pool) if mode != "vector" else []
+        text_part = text_search.result() if text_search is not None else []
         if mode == "hybrid":
             return fused_candidates(
                 vector_part,
@@ -367,8 +373,10 @@ class Retriever:
         """
         learned: dict[str, _Learned] = {}
         if parts.expansion and has_past and mode != "vector":
-            for variant in self._variants(query, scope, similar):
-                found = self._store.text_search(variant, filters, pool)
+            variants = self._variants(query, scope, similar)
+            searches = [self._store.start_text_search(v, filters, pool) for v in variants]
+            for variant, search in zip(variants, searches, strict=True):
+                found = search.result()
                 best = max((c.score for c in found), default=0.0)
                 if best <= 0:
                     continue

@@ -7,6 +7,7 @@ A store never embeds: the service hands it vectors. It returns raw candidates
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -62,10 +63,16 @@ class MemoryStore(Protocol):
     def vector_search(self, vector: Vector, filters: SearchFilters, k: int) -> list[ScoredMemory]:
         """Top ``k`` by cosine similarity to ``vector`` (shape ``(dim,)``), best first."""
 
-    def vector_search_many(
-        self, vectors: Vector, filters: SearchFilters, k: int
-    ) -> list[list[ScoredMemory]]:
-        """:meth:`vector_search` for each row of ``vectors`` (shape ``(n, dim)``), in one pass."""
+    def nearest(self, vectors: Vector, filters: SearchFilters) -> list[tuple[str, float] | None]:
+        """The most similar memory passing ``filters`` to each row of ``vectors`` (``(n, dim)``).
+
+        For near-duplicate checks, so it may trade a little recall for speed
+        (an approximate index searched narrowly).
+
+        Returns:
+            One ``(memory_id, cosine similarity in [-1, 1])`` per row, in row
+            order; None for a row when no memory passes ``filters``.
+        """
 
     def score_ids(
         self, vector: Vector, memory_ids: Sequence[str], filters: SearchFilters
@@ -78,6 +85,15 @@ class MemoryStore(Protocol):
 
     def text_search(self, query: str, filters: SearchFilters, k: int) -> list[ScoredMemory]:
         """Top ``k`` by BM25 over memory text, best first; [] when nothing matches."""
+
+    def start_text_search(
+        self, query: str, filters: SearchFilters, k: int
+    ) -> Future[list[ScoredMemory]]:
+        """Start :meth:`text_search` and return at once (overlap it with other work).
+
+        Returns:
+            A future whose ``result()`` is :meth:`text_search`'s answer or raises its error.
+        """
 
     def select(self, filters: SearchFilters, limit: int) -> list[Memory]:
         """Up to ``limit`` memories passing ``filters``, unranked and in no set order.
