@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
 from collections.abc import Awaitable, Coroutine, Iterable, Iterator, Sequence
 from concurrent.futures import Future
 from datetime import UTC, datetime, timedelta
@@ -65,6 +66,8 @@ _COLUMNS = (
 _T = TypeVar("_T")
 _EXACT_MAX_ROWS = 300
 """Prefiltered vector searches over fewer rows than this skip the IVF index (exact)."""
+_INDEX_CHECK_S = 30.0
+"""Seconds between re-reads of which vector index exists (another process may build it)."""
 _IVF_NAME = "vector_ivf_rows_"
 """Name prefix of the IVF index; the rows it was trained on follow."""
 _NEAREST_NPROBES = 2
@@ -287,6 +290,7 @@ class LanceMemoryStore:
         self._write_lock = threading.Lock()
         self._rows_since_optimize = 0
         self._ann = False
+        self._index_checked_at = time.monotonic()
         self._ann_trained_rows = 0
         self._loop = _event_loop()
         session = lancedb.Session(
@@ -435,7 +439,14 @@ class LanceMemoryStore:
         ``_EXACT_MAX_ROWS`` rows pass, the search is exact over them. Exact
         search over a larger filtered set costs more than the index (about
         100 ms for 5,000 of 100k rows, against 13 ms).
+
+        Whether the index exists is re-read every ``_INDEX_CHECK_S`` seconds,
+        so a replica that never optimises learns of another's index.
         """
+        now = time.monotonic()
+        if now - self._index_checked_at >= _INDEX_CHECK_S:
+            self._index_checked_at = now
+            self._ann, self._ann_trained_rows = _ann_state(await self._table.list_indices())
         if not self._ann:
             return False
         return where is None or await self._table.count_rows(where) >= _EXACT_MAX_ROWS
