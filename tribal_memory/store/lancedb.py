@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import threading
 import time
 from collections.abc import Awaitable, Coroutine, Iterable, Iterator, Sequence
@@ -64,6 +65,7 @@ _COLUMNS = (
     "metadata",
 )
 _T = TypeVar("_T")
+logger = logging.getLogger("tribal_memory.store")
 _EXACT_MAX_ROWS = 300
 """Prefiltered vector searches over fewer rows than this skip the IVF index (exact)."""
 _INDEX_CHECK_S = 30.0
@@ -608,10 +610,19 @@ class LanceMemoryStore:
         return {"fts": _has(indices, "FTS"), "ann": _has(indices, "IVF")}
 
     def _maybe_optimize(self) -> None:
-        if self._rows_since_optimize >= self._optimize_every_rows:
-            rows = self.count()
-            if self._rows_since_optimize >= self._optimize_growth * rows:
+        """The automatic ``optimize()`` after a write; its failure does not fail the write.
+
+        The rows are stored by then. Another process optimising the same table
+        at the same moment can make LanceDB reject one commit: that one is
+        logged and the next write tries again.
+        """
+        if self._rows_since_optimize < self._optimize_every_rows:
+            return
+        try:
+            if self._rows_since_optimize >= self._optimize_growth * self.count():
                 self.optimize()
+        except StoreUnavailable as exc:
+            logger.warning("automatic optimize skipped: %s", exc.detail)
 
     def optimize(self) -> None:
         """See :meth:`MemoryStore.optimize`.
