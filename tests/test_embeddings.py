@@ -48,3 +48,16 @@ def test_empty_batch_has_model_dimension(embedder: FastEmbedEmbedder) -> None:
 def test_missing_local_model_dir_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(EmbeddingError, match="model.onnx"):
         FastEmbedEmbedder(str(tmp_path))
+
+
+def test_query_session_with_its_own_threads_gives_the_same_vectors(
+    embedder: FastEmbedEmbedder,
+) -> None:
+    separate = FastEmbedEmbedder(threads=2, query_threads=1)
+    assert separate._query_model is not separate._model
+    questions = ["Where does Priya live now?", "which database did the team pick for billing"]
+    for question in questions:
+        expected = embedder.embed(question, query=True)
+        np.testing.assert_allclose(separate.embed(question, query=True), expected, atol=1e-5)
+    batch = separate.embed_batch(questions)
+    np.testing.assert_allclose(batch, embedder.embed_batch(questions), atol=1e-5)

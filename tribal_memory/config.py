@@ -50,6 +50,8 @@ class Settings(BaseSettings):
     """A fastembed model name, or a directory holding ``model.onnx`` and tokenizer files."""
     embedding_threads: int = Field(default=0, ge=0)
     """ONNX Runtime intra-op threads; 0 lets the runtime choose."""
+    embedding_query_threads: int = Field(default=1, ge=0)
+    """ONNX Runtime threads of query embeddings (their own session); 0 lets the runtime choose."""
     embed_batch_size: int = Field(default=32, ge=1, le=1024)
     """Most texts in one embedding call (reached by short facts)."""
     embed_batch_chars: int = Field(default=1500, ge=1)

@@ -89,6 +89,7 @@ class MemoryService:
             self.embedder = embedder or FastEmbedEmbedder(
                 settings.embedding_model,
                 threads=settings.embedding_threads,
+                query_threads=settings.embedding_query_threads,
                 batch_size=settings.embed_batch_size,
                 batch_chars=settings.embed_batch_chars,
             )

@@ -459,7 +459,11 @@ def run_perf_bench(
     }
     from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
 
-    embedder = FastEmbedEmbedder()
+    # The same ONNX thread settings as the server, so the floors compare like with like.
+    defaults = Settings()
+    embedder = FastEmbedEmbedder(
+        threads=defaults.embedding_threads, query_threads=defaults.embedding_query_threads
+    )
     options = {
         "seed": seed,
         "samples": samples,
