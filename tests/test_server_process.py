@@ -12,6 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tribal_memory.api.server import limit_malloc_arenas
 from tribal_memory.serverproc import ServerProcess, ServerStartError, free_port
 
 STARTUP_TIMEOUT_S = 60.0
@@ -117,3 +118,11 @@ def test_unusable_data_dir_exits_with_a_message(tmp_path: Path) -> None:
     assert result.returncode == 1
     assert result.stderr.startswith("error: cannot create data dir")
     assert "Traceback" not in result.stderr + result.stdout
+
+
+def test_malloc_arenas_are_capped_on_glibc_and_zero_keeps_the_default() -> None:
+    import platform
+
+    assert limit_malloc_arenas(0) is False
+    glibc = sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc"
+    assert limit_malloc_arenas(2) is glibc

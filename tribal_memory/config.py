@@ -109,6 +109,8 @@ class Settings(BaseSettings):
     """Also wait until this fraction of the table was written before an automatic ``optimize()``."""
     keep_versions_s: int = Field(default=300, ge=0)
     """Age in seconds past which old LanceDB table versions are removed by ``optimize()``."""
+    malloc_arena_max: int = Field(default=2, ge=0)
+    """glibc malloc arenas of the server process (0: glibc's default, 8 per core)."""
     index_cache_mb: int = Field(default=1024, ge=16)
     """Bound (MiB) of LanceDB's in-memory index cache; a quarter more for table metadata."""
     read_consistency_s: float = Field(default=1.0, ge=0.0)

@@ -6,6 +6,7 @@ Run as a module, settings come from the environment (``TRIBAL_DATA_DIR``,
 
 from __future__ import annotations
 
+import ctypes
 import sys
 
 import uvicorn
@@ -15,6 +16,31 @@ from tribal_memory.api.app import create_app
 from tribal_memory.config import Settings
 from tribal_memory.errors import TribalError
 from tribal_memory.service import MemoryService
+
+_M_ARENA_MAX = -8
+"""glibc's ``mallopt`` parameter number of ``M_ARENA_MAX`` (malloc.h)."""
+
+
+def limit_malloc_arenas(arenas: int) -> bool:
+    """Cap glibc's malloc arenas at ``arenas`` for threads started from now on.
+
+    glibc gives threads their own arenas (up to 8 per core) and returns little
+    of their freed memory to the system, so LanceDB's worker threads building
+    indexes during a bulk load leave the server's RSS hundreds of MiB higher
+    (at 30k memories: 913 MiB with the default, 685 with 2 arenas). Call before
+    LanceDB, ONNX Runtime or the server start their threads.
+
+    Returns:
+        True when set; False on a system without glibc or for ``arenas`` 0
+        (the default is kept).
+    """
+    if arenas <= 0 or not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        return bool(libc.mallopt(_M_ARENA_MAX, arenas))
+    except (OSError, AttributeError):  # musl or another libc
+        return False
 
 
 def run(settings: Settings) -> None:
@@ -32,6 +58,7 @@ def run(settings: Settings) -> None:
         EmbeddingModelMismatch: the data dir was built with another model.
         StoreUnavailable: the data dir, LanceDB or SQLite cannot be opened.
     """
+    limit_malloc_arenas(settings.malloc_arena_max)
     with MemoryService(settings) as probe:
         embedder = probe.embedder
         has_keys = bool(probe.keys.list())
