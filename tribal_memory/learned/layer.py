@@ -132,6 +132,8 @@ class Retriever:
         )
         self.counters: Counter[str] = Counter()
         self._counter_lock = threading.Lock()
+        self._pins: dict[str, tuple[Variant, float]] = {}
+        """owner -> (variant, time.monotonic() when read): :meth:`variant_for`'s memory."""
 
     def close(self) -> None:
         """Close the LLM client, if any."""
@@ -205,21 +207,36 @@ class Retriever:
     # -- A/B variants ---------------------------------------------------------------
 
     def variant_for(self, owner: str) -> Variant:
-        """The variant ``owner`` is pinned to, else the ``default_variant`` setting."""
+        """The variant ``owner`` is pinned to, else the ``default_variant`` setting.
+
+        Read on every search, so the answer is kept for ``read_consistency_s``
+        (the bound within which other processes' writes are seen anyway); this
+        process's own :meth:`pin_variant` takes effect at once.
+        """
+        now = time.monotonic()
+        with self._counter_lock:
+            known = self._pins.get(owner)
+        if known is not None and now - known[1] < self.settings.read_consistency_s:
+            return known[0]
+        variant = self.settings.default_variant
         with self._db.session() as session:
             row = session.get(OwnerVariantRow, owner)
             if row is not None and row.variant in ("learned", "baseline"):
-                return row.variant  # type: ignore[return-value]  # checked above
-        return self.settings.default_variant
+                variant = row.variant  # type: ignore[assignment]  # checked above
+        with self._counter_lock:
+            self._pins[owner] = (variant, now)
+        return variant
 
     def pin_variant(self, owner: str, variant: Variant | None) -> None:
         """Pin ``owner`` to ``variant``; None removes the pin."""
         with self._db.session() as session:
             if variant is None:
                 session.execute(delete(OwnerVariantRow).where(OwnerVariantRow.owner == owner))
-                return
-            values = {"owner": owner, "variant": variant, "updated_at": utcnow()}
-            upsert(session, OwnerVariantRow, values, update=["variant", "updated_at"])
+            else:
+                values = {"owner": owner, "variant": variant, "updated_at": utcnow()}
+                upsert(session, OwnerVariantRow, values, update=["variant", "updated_at"])
+        with self._counter_lock:  # after the commit: a read racing it cannot keep the old pin
+            self._pins.pop(owner, None)
 
     # -- search -----------------------------------------------------------------------
 
