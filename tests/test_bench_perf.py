@@ -25,6 +25,8 @@ SIZE_KEYS = (
     "capture_per_s",
     "embed_per_s",
     "capture_no_near_duplicates_per_s",
+    "ann_recall_at_10",
+    "ann_recall_at_10_filtered",
     "rss_mb",
     "baseline_search_p50_ms",
     "query_embed_p50_ms",

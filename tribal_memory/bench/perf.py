@@ -51,7 +51,6 @@ from tribal_memory.config import Settings
 from tribal_memory.embeddings.base import Embedder, Vector
 from tribal_memory.errors import InvalidInput, TribalError
 from tribal_memory.models import Memory, SearchFilters, memory_id_for
-from tribal_memory.store.lancedb import LanceMemoryStore
 from tribal_memory.transfer.records import FORMAT, VERSION, dumps, memory_record
 
 Log = Callable[[str], None]
@@ -348,32 +347,30 @@ def _ann_recall(
 ) -> dict[str, Any]:
     """recall@10 of the server's vector search against exact search over the same store.
 
-    Opens the stopped server's store with the default index settings and
+    Opens the stopped server's data dir with the default settings and
     compares, per question (at most 100 of each kind), the ids of
     ``vector_search`` with those of ``vector_search(exact=True)``; with no IVF
     index yet both are exact and recall is 1.0.
     """
-    settings = Settings(data_dir=data_dir)
-    store = LanceMemoryStore(
-        settings.lancedb_uri,
-        embedder.model_id,
-        embedder.dim,
-        ann_index_min_rows=settings.ann_index_min_rows,
-        ann_nprobes=settings.ann_nprobes,
-    )
-    found: dict[str, Any] = {"ann_index": store.index_state()["ann"]}
-    for name, queries, filters in (
-        ("ann_recall_at_10", asked, SearchFilters()),
-        ("ann_recall_at_10_filtered", asked_owned, SearchFilters(owner=FILTER_OWNER)),
-    ):
-        recalls = []
-        for query in queries[:100]:
-            vector = embedder.embed(query, query=True)
-            approx = {s.memory.memory_id for s in store.vector_search(vector, filters, SEARCH_K)}
-            truth = store.vector_search(vector, filters, SEARCH_K, exact=True)
-            exact = {s.memory.memory_id for s in truth}
-            recalls.append(len(approx & exact) / max(1, len(exact)))
-        found[name] = round(sum(recalls) / max(1, len(recalls)), 4)
+    from tribal_memory.service import MemoryService
+
+    found: dict[str, Any] = {}
+    with MemoryService(Settings(data_dir=data_dir), embedder=embedder) as service:
+        store = service.store
+        found["ann_index"] = store.index_state()["ann"]
+        for name, queries, filters in (
+            ("ann_recall_at_10", asked, SearchFilters()),
+            ("ann_recall_at_10_filtered", asked_owned, SearchFilters(owner=FILTER_OWNER)),
+        ):
+            recalls = []
+            for query in queries[:100]:
+                vector = embedder.embed(query, query=True)
+                found_ids = store.vector_search(vector, filters, SEARCH_K)
+                approx = {s.memory.memory_id for s in found_ids}
+                truth = store.vector_search(vector, filters, SEARCH_K, exact=True)
+                exact = {s.memory.memory_id for s in truth}
+                recalls.append(len(approx & exact) / max(1, len(exact)))
+            found[name] = round(sum(recalls) / max(1, len(recalls)), 4)
     return found
 
 

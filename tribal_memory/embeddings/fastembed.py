@@ -120,10 +120,9 @@ class FastEmbedEmbedder(Embedder):
         threads: ONNX Runtime threads (0 or None: runtime default).
         query_threads: ONNX Runtime threads of query embeddings (``query=True``),
             which get a session of their own when this differs from
-            ``threads``. In a server one thread measured better for search on
-            2 cores: 47 against 36 requests/s with 16 clients, p50 22 against
-            24-28 ms sequentially, because BM25 runs while the query is
-            embedded; batches keep every core (270-370 against 220-230 texts/s).
+            ``threads``. In a server on 2 cores one thread measured better for
+            search latency and throughput, as BM25 runs while the query is
+            embedded; batches are faster with every core.
         batch_size: most texts in one model call.
         batch_chars: most padded characters (texts x longest) in one model call.
 

@@ -436,11 +436,10 @@ class LanceMemoryStore:
         """True when the IVF index should answer a query with prefilter ``where``.
 
         A selective prefilter can leave too few rows in the probed partitions
-        (of 28 rows passing a filter that no scalar index covers, 11 came back
-        at 100k memories), so when fewer than
-        ``_EXACT_MAX_ROWS`` rows pass, the search is exact over them. Exact
-        search over a larger filtered set costs more than the index (about
-        100 ms for 5,000 of 100k rows, against 13 ms).
+        (seen once at 100k memories with a filter no scalar index covers), so
+        when fewer than ``_EXACT_MAX_ROWS`` rows pass, the search is exact over
+        them. Over a larger filtered set exact search costs several times the
+        index's.
 
         Whether the index exists is re-read every ``_INDEX_CHECK_S`` seconds,
         so a replica that never optimises learns of another's index.
