@@ -113,7 +113,39 @@ def test_nearest_finds_a_near_twin_past_the_ann_index(tmp_path: Path) -> None:
     store, vectors = _indexed_store(tmp_path, 2000)
     twins = vectors[[10, 500, 1500]] + 0.01 * _unit(3, 16, seed=4)
     twins /= np.linalg.norm(twins, axis=1, keepdims=True)
-    found = store.nearest(twins, SearchFilters(owner="big-0", include_shared=False))
+    big, nobody = (SearchFilters(owner=o, include_shared=False) for o in ("big-0", "nobody"))
+    found, missing, empty = store.nearest([(twins, big), (twins, nobody), (twins[:0], big)])
     assert [f[0] if f else None for f in found] == ["m00010", "m00500", "m01500"]
     assert all(f is not None and f[1] > 0.99 for f in found)
-    assert store.nearest(twins, SearchFilters(owner="nobody", include_shared=False)) == [None] * 3
+    assert missing == [None] * 3
+    assert empty == []
+
+
+def _twins(vectors: np.ndarray, seed: int) -> np.ndarray:
+    twins = vectors + 0.01 * _unit(len(vectors), vectors.shape[1], seed=seed)
+    return twins / np.linalg.norm(twins, axis=1, keepdims=True)
+
+
+def test_nearest_finds_twins_of_rows_written_since_the_index_was_built(tmp_path: Path) -> None:
+    store, vectors = _indexed_store(tmp_path, 2000)
+    fresh = _unit(4, 16, seed=5)
+    store.add([_memory(f"n{i}", f"new {i}", owner="big-0") for i in range(4)], fresh)
+    store.set_anchor_text("m00010", "an anchor rewrites the row outside the index")
+    store.delete(["n3"])
+    big = SearchFilters(owner="big-0", include_shared=False)
+    queries = _twins(np.vstack([fresh, vectors[[10, 500]]]), seed=6)
+    (found,) = store.nearest([(queries, big)])
+    assert [f[0] if f else None for f in found[:3]] == ["n0", "n1", "n2"]
+    assert found[3] is None or found[3][0] != "n3"  # deleted: not a twin any more
+    assert [f[0] if f else None for f in found[4:]] == ["m00010", "m00500"]
+    assert all(f is not None and f[1] > 0.99 for i, f in enumerate(found) if i != 3)
+
+
+def test_nearest_sees_rows_another_process_wrote_outside_the_index(tmp_path: Path) -> None:
+    store, _ = _indexed_store(tmp_path, 2000)
+    other = LanceMemoryStore(str(tmp_path / "db"), "test-model", 16, read_consistency_s=0)
+    fresh = _unit(3, 16, seed=7)
+    other.add([_memory(f"x{i}", f"theirs {i}", owner="big-1") for i in range(3)], fresh)
+    store.refresh()
+    (found,) = store.nearest([(_twins(fresh, seed=8), SearchFilters(owner="big-1"))])
+    assert [f[0] if f else None for f in found] == ["x0", "x1", "x2"]

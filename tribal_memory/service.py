@@ -319,12 +319,16 @@ class MemoryService:
         by_owner: dict[str, list[int]] = {}
         for i, memory in enumerate(memories):
             by_owner.setdefault(memory.owner, []).append(i)
-        for owner, positions in by_owner.items():
+        for positions in by_owner.values():
             for n, i in enumerate(positions):
                 for j in positions[:n]:
                     offer(memories[i].memory_id, memories[j].memory_id, float(similarity[i, j]))
-            own = SearchFilters(owner=owner, include_shared=False)
-            nearest = self.store.nearest(vectors[positions], own)
+        groups = [
+            (vectors[positions], SearchFilters(owner=owner, include_shared=False))
+            for owner, positions in by_owner.items()
+        ]
+        answers = self.store.nearest(groups)
+        for positions, nearest in zip(by_owner.values(), answers, strict=True):
             for i, found in zip(positions, nearest, strict=True):
                 if found is not None:
                     offer(memories[i].memory_id, *found)

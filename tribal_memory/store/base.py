@@ -63,15 +63,20 @@ class MemoryStore(Protocol):
     def vector_search(self, vector: Vector, filters: SearchFilters, k: int) -> list[ScoredMemory]:
         """Top ``k`` by cosine similarity to ``vector`` (shape ``(dim,)``), best first."""
 
-    def nearest(self, vectors: Vector, filters: SearchFilters) -> list[tuple[str, float] | None]:
-        """The most similar memory passing ``filters`` to each row of ``vectors`` (``(n, dim)``).
+    def nearest(
+        self, groups: Sequence[tuple[Vector, SearchFilters]]
+    ) -> list[list[tuple[str, float] | None]]:
+        """For each ``(vectors, filters)`` group, the memory passing ``filters`` most
+        similar to each row of ``vectors`` (``(n, dim)``).
 
-        For near-duplicate checks, so it may trade a little recall for speed
-        (an approximate index searched narrowly).
+        For near-duplicate checks (one group per owner of a capture batch), so
+        it may trade a little recall for speed (an approximate index searched
+        narrowly) and may answer the groups concurrently.
 
         Returns:
-            One ``(memory_id, cosine similarity in [-1, 1])`` per row, in row
-            order; None for a row when no memory passes ``filters``.
+            Per group, in group order: one ``(memory_id, cosine similarity in
+            [-1, 1])`` per row, in row order; None for a row when no memory
+            passes that group's ``filters``.
         """
 
     def score_ids(

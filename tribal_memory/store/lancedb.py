@@ -74,6 +74,8 @@ _IVF_NAME = "vector_ivf_rows_"
 """Name prefix of the IVF index; the rows it was trained on follow."""
 _NEAREST_NPROBES = 2
 """IVF partitions probed by :meth:`LanceMemoryStore.nearest` (near-duplicate checks)."""
+_RECENT_MAX_ROWS = 50_000
+"""Most rows :class:`_RecentRows` holds (past it, near-duplicate checks take the slow path)."""
 
 
 def _schema(model_id: str, dim: int) -> pa.Schema:
@@ -237,6 +239,80 @@ def _scored(table: pa.Table, score_column: str, *, distance: bool) -> list[Score
     ]
 
 
+class _RecentRows:
+    """Vectors of the rows this process wrote since the last ``optimize()``, by owner.
+
+    Those rows are outside the IVF index until ``optimize()`` folds them in,
+    and LanceDB answers a multi-vector query over unindexed rows by scanning
+    them once per query vector (at 10k memories and a few hundred unindexed
+    rows, four times the indexed search). When the index's unindexed rows are
+    exactly these, :meth:`LanceMemoryStore.nearest` searches the index alone
+    and these rows in memory. Holds at most ``_RECENT_MAX_ROWS``; beyond that
+    new rows are not recorded, the counts disagree and the slow path is taken.
+    """
+
+    def __init__(self) -> None:
+        self._by_owner: dict[str, dict[str, np.ndarray]] = {}
+        self._owner_of: dict[str, str] = {}
+
+    def __len__(self) -> int:
+        return len(self._owner_of)
+
+    def put(self, memory_id: str, owner: str, vector: Vector) -> None:
+        """Record a written row (a rewrite of the same id replaces it)."""
+        if memory_id not in self._owner_of and len(self._owner_of) >= _RECENT_MAX_ROWS:
+            return
+        self.drop([memory_id])
+        unit = np.asarray(vector, dtype=np.float32)
+        unit = unit / max(float(np.linalg.norm(unit)), 1e-12)
+        self._by_owner.setdefault(owner, {})[memory_id] = unit
+        self._owner_of[memory_id] = owner
+
+    def drop(self, memory_ids: Iterable[str]) -> None:
+        """Forget deleted (or rewritten) rows."""
+        for memory_id in memory_ids:
+            owner = self._owner_of.pop(memory_id, None)
+            if owner is not None:
+                rows = self._by_owner[owner]
+                del rows[memory_id]
+                if not rows:
+                    del self._by_owner[owner]
+
+    def clear(self) -> None:
+        """After ``optimize()``: every row is in the index."""
+        self._by_owner.clear()
+        self._owner_of.clear()
+
+    def copy(self) -> _RecentRows:
+        """A copy that later writes do not change."""
+        copy = _RecentRows()
+        copy._by_owner = {owner: dict(rows) for owner, rows in self._by_owner.items()}
+        copy._owner_of = dict(self._owner_of)
+        return copy
+
+    def matrices(self, owners: Iterable[str]) -> tuple[list[str], np.ndarray]:
+        """(ids, unit vectors ``(n, dim)``) of the rows of ``owners`` (a copy)."""
+        ids: list[str] = []
+        vectors: list[np.ndarray] = []
+        for owner in owners:
+            for memory_id, vector in self._by_owner.get(owner, {}).items():
+                ids.append(memory_id)
+                vectors.append(vector)
+        return ids, np.stack(vectors) if vectors else np.zeros((0, 0), dtype=np.float32)
+
+
+def _owners_only(filters: SearchFilters) -> list[str] | None:
+    """The owners ``filters`` admits when it filters on owner alone, else None."""
+    if filters != SearchFilters(owner=filters.owner, include_shared=filters.include_shared):
+        return None
+    if filters.owner is None:
+        return None
+    owners = [filters.owner]
+    if filters.include_shared and filters.owner != SHARED_OWNER:
+        owners.append(SHARED_OWNER)
+    return owners
+
+
 class LanceMemoryStore:
     """:class:`~tribal_memory.store.base.MemoryStore` over a local (or object-store) LanceDB.
 
@@ -291,9 +367,11 @@ class LanceMemoryStore:
         self._keep_versions = timedelta(seconds=keep_versions_s)
         self._write_lock = threading.Lock()
         self._rows_since_optimize = 0
-        self._ann = False
+        self._ann_name: str | None = None
+        """Name of the IVF vector index; None while there is none."""
         self._index_checked_at = time.monotonic()
         self._ann_trained_rows = 0
+        self._recent = _RecentRows()
         self._loop = _event_loop()
         session = lancedb.Session(
             index_cache_size_bytes=index_cache_mb * 1024**2,
@@ -325,7 +403,7 @@ class LanceMemoryStore:
         for column, config in (("memory_id", BTree()), ("owner", Bitmap())):
             if (column,) not in names:
                 await table.create_index(column, config=config)
-        self._ann, self._ann_trained_rows = _ann_state(indices)
+        self._ann_name, self._ann_trained_rows = _ann_state(indices)
         return table
 
     def _check_model(self, schema: pa.Schema) -> None:
@@ -365,15 +443,18 @@ class LanceMemoryStore:
         with self._write_lock:
             self._run("write", self._table.add(rows))
             self._rows_since_optimize += len(rows)
+            for memory, vector in zip(memories, vectors, strict=True):
+                self._recent.put(memory.memory_id, memory.owner, vector)
         self._maybe_optimize()
 
     def replace(self, memory: Memory, vector: Vector | None) -> None:
         """See :meth:`MemoryStore.replace`."""
         with self._write_lock:
-            self._run("update", self._replace(memory, vector))
+            written = self._run("update", self._replace(memory, vector))
             self._rows_since_optimize += 1
+            self._recent.put(memory.memory_id, memory.owner, written)
 
-    async def _replace(self, memory: Memory, vector: Vector | None) -> None:
+    async def _replace(self, memory: Memory, vector: Vector | None) -> Vector:
         if vector is None:
             where = f"memory_id = {_quote(memory.memory_id)}"
             stored = await self._table.query().where(where).select(["vector"]).to_arrow()
@@ -382,15 +463,21 @@ class LanceMemoryStore:
             vector = np.asarray(stored.column("vector")[0].as_py(), dtype=np.float32)
         builder = self._table.merge_insert("memory_id").when_matched_update_all()
         await builder.execute([_to_row(memory, vector)])
+        return vector
 
     def set_anchor_text(self, memory_id: str, anchor_text: str) -> bool:
         """See :meth:`MemoryStore.set_anchor_text`."""
         where = f"memory_id = {_quote(memory_id)}"
         with self._write_lock:
-            if not self._run("update", self._table.count_rows(where)):
+            # The update rewrites the row outside the IVF index: keep its vector (see _RecentRows).
+            query = self._table.query().where(where).select(["owner", "vector"])
+            stored = self._run("update", query.to_arrow())
+            if not stored.num_rows:
                 return False
             self._run("update", self._table.update({"anchor_text": anchor_text}, where=where))
             self._rows_since_optimize += 1
+            vector = np.asarray(stored.column("vector")[0].as_py(), dtype=np.float32)
+            self._recent.put(memory_id, str(stored.column("owner")[0]), vector)
         return True
 
     def delete(self, memory_ids: Sequence[str]) -> int:
@@ -403,6 +490,7 @@ class LanceMemoryStore:
             if existing:
                 self._run("delete", self._table.delete(where))
                 self._rows_since_optimize += existing
+            self._recent.drop(memory_ids)
         return existing
 
     # -- reads ----------------------------------------------------------------
@@ -428,7 +516,7 @@ class LanceMemoryStore:
         )
         if exact:
             query = query.bypass_vector_index()
-        elif self._ann:
+        elif self._ann_name is not None:
             query = query.nprobes(self._ann_nprobes)
         return query.where(where) if where else query
 
@@ -447,8 +535,8 @@ class LanceMemoryStore:
         now = time.monotonic()
         if now - self._index_checked_at >= _INDEX_CHECK_S:
             self._index_checked_at = now
-            self._ann, self._ann_trained_rows = _ann_state(await self._table.list_indices())
-        if not self._ann:
+            self._ann_name, self._ann_trained_rows = _ann_state(await self._table.list_indices())
+        if self._ann_name is None:
             return False
         return where is None or await self._table.count_rows(where) >= _EXACT_MAX_ROWS
 
@@ -470,44 +558,74 @@ class LanceMemoryStore:
 
         return _scored(self._run("vector search", search()), "_distance", distance=True)
 
-    def nearest(self, vectors: Vector, filters: SearchFilters) -> list[tuple[str, float] | None]:
-        """See :meth:`MemoryStore.nearest`: one multi-vector query, ids and distances only.
+    def nearest(
+        self, groups: Sequence[tuple[Vector, SearchFilters]]
+    ) -> list[list[tuple[str, float] | None]]:
+        """See :meth:`MemoryStore.nearest`: one multi-vector query per group, all at once.
 
-        On the IVF index only the ``_NEAREST_NPROBES`` partitions closest to
-        each vector are searched: a near-duplicate lies next to its twin, so
-        it is almost always there, and a batch of 256 costs about 0.1 s at
-        100k memories instead of several seconds.
+        The groups' queries run concurrently on the event loop and select ids
+        and distances only. On the IVF index only the ``_NEAREST_NPROBES``
+        partitions closest to each vector are searched: a near-duplicate lies
+        next to its twin, so it is almost always there. When the rows outside
+        the index are exactly those this process wrote since the last
+        ``optimize()`` (:class:`_RecentRows`), the query skips them and they
+        are compared in memory instead; otherwise LanceDB scans them itself.
         """
+        recent = self._recent_if_complete()
+
+        def fast(filters: SearchFilters) -> bool:
+            return recent is not None and _owners_only(filters) is not None
+
+        async def search_all() -> list[pa.Table | None]:
+            searches = (self._nearest(v, f, fast=fast(f)) for v, f in groups)
+            return list(await asyncio.gather(*searches))
+
+        tables = self._run("vector search", search_all())
+        answers: list[list[tuple[str, float] | None]] = []
+        for table, (vectors, filters) in zip(tables, groups, strict=True):
+            found = _nearest_rows(table, len(vectors))
+            owners = _owners_only(filters)
+            if recent is not None and owners is not None and len(vectors) > 0:
+                ids, matrix = recent.matrices(owners)
+                found = _better(found, _nearest_in(vectors, ids, matrix))
+            answers.append(found)
+        return answers
+
+    def _recent_if_complete(self) -> _RecentRows | None:
+        """:attr:`_recent` when the IVF index's unindexed rows are exactly its rows, else None."""
+        with self._write_lock:
+            name = self._ann_name
+            if name is None:
+                return None
+            stats = self._run("index stats", self._table.index_stats(name))
+            unindexed = getattr(stats, "num_unindexed_rows", None)
+            if unindexed != len(self._recent):
+                return None
+            return self._recent.copy()
+
+    async def _nearest(
+        self, vectors: Vector, filters: SearchFilters, *, fast: bool
+    ) -> pa.Table | None:
         if len(vectors) == 0:
-            return []
+            return None
         where = filter_sql(filters)
         matrix = np.asarray(vectors, dtype=np.float32)
-
-        async def search() -> pa.Table:
-            indexed = await self._use_index(where)
-            query = (
-                self._table.query()
-                .nearest_to(matrix if len(matrix) > 1 else matrix[0])
-                .column("vector")
-                .distance_type("cosine")
-                .select(["memory_id", "_distance"])
-                .limit(1)
-            )
-            query = query.nprobes(_NEAREST_NPROBES) if indexed else query.bypass_vector_index()
-            return await (query.where(where) if where else query).to_arrow()
-
-        table = self._run("vector search", search())
-        found: list[tuple[str, float] | None] = [None] * len(matrix)
-        positions = (
-            table.column("query_index").to_pylist()
-            if "query_index" in table.column_names
-            else [0] * table.num_rows
+        indexed = fast or await self._use_index(where)
+        query = (
+            self._table.query()
+            .nearest_to(matrix if len(matrix) > 1 else matrix[0])
+            .column("vector")
+            .distance_type("cosine")
+            .select(["memory_id", "_distance"])
+            .limit(1)
         )
-        ids = table.column("memory_id").to_pylist()
-        distances = table.column("_distance").to_pylist()
-        for position, memory_id, distance in zip(positions, ids, distances, strict=True):
-            found[int(position)] = (str(memory_id), 1.0 - float(distance))
-        return found
+        if not indexed:
+            query = query.bypass_vector_index()
+        else:
+            query = query.nprobes(_NEAREST_NPROBES)
+            if fast:
+                query = query.fast_search()
+        return await (query.where(where) if where else query).to_arrow()
 
     def score_ids(
         self, vector: Vector, memory_ids: Sequence[str], filters: SearchFilters
@@ -633,24 +751,64 @@ class LanceMemoryStore:
         with self._write_lock:
             self._run("optimize", self._optimize())
             self._rows_since_optimize = 0
+            self._recent.clear()
 
     async def _optimize(self) -> None:
         rows = await self._table.count_rows()
         indices = await self._table.list_indices()
-        self._ann, self._ann_trained_rows = _ann_state(indices)
+        self._ann_name, self._ann_trained_rows = _ann_state(indices)
         if rows >= self._ann_index_min_rows and (
-            not self._ann or rows >= 4 * self._ann_trained_rows
+            self._ann_name is None or rows >= 4 * self._ann_trained_rows
         ):
             for index in indices:  # a retrain replaces the index under a new name
                 if str(index.index_type).upper().startswith("IVF"):
                     await self._table.drop_index(index.name)
+            name = f"{_IVF_NAME}{rows}"
             await self._table.create_index(
-                "vector",
-                config=IvfFlat(distance_type="cosine"),
-                name=f"{_IVF_NAME}{rows}",
+                "vector", config=IvfFlat(distance_type="cosine"), name=name
             )
-            self._ann, self._ann_trained_rows = True, rows
+            self._ann_name, self._ann_trained_rows = name, rows
         await self._table.optimize(cleanup_older_than=self._keep_versions)
+
+
+def _nearest_rows(table: pa.Table | None, rows: int) -> list[tuple[str, float] | None]:
+    """Per query row, (memory_id, cosine similarity) from a ``limit(1)`` multi-vector answer."""
+    found: list[tuple[str, float] | None] = [None] * rows
+    if table is None:
+        return found
+    positions = (
+        table.column("query_index").to_pylist()
+        if "query_index" in table.column_names
+        else [0] * table.num_rows
+    )
+    ids = table.column("memory_id").to_pylist()
+    distances = table.column("_distance").to_pylist()
+    for position, memory_id, distance in zip(positions, ids, distances, strict=True):
+        found[int(position)] = (str(memory_id), 1.0 - float(distance))
+    return found
+
+
+def _nearest_in(
+    vectors: Vector, ids: Sequence[str], matrix: np.ndarray
+) -> list[tuple[str, float] | None]:
+    """Per row of ``vectors``, the most cosine-similar of ``ids`` (rows of unit ``matrix``)."""
+    if not ids:
+        return [None] * len(vectors)
+    queries = np.asarray(vectors, dtype=np.float32)
+    queries = queries / np.maximum(np.linalg.norm(queries, axis=1, keepdims=True), 1e-12)
+    similarity = queries @ matrix.T
+    best = similarity.argmax(axis=1)
+    return [(ids[j], float(similarity[i, j])) for i, j in enumerate(best)]
+
+
+def _better(
+    first: list[tuple[str, float] | None], second: list[tuple[str, float] | None]
+) -> list[tuple[str, float] | None]:
+    """Per position, the more similar of two answers (None loses)."""
+    return [
+        b if a is None or (b is not None and b[1] > a[1]) else a
+        for a, b in zip(first, second, strict=True)
+    ]
 
 
 async def _next_batch(reader: AsyncRecordBatchReader) -> pa.RecordBatch | None:
@@ -664,8 +822,8 @@ def _has(indices: Iterable[IndexConfig], index_type: str) -> bool:
     return any(str(index.index_type).upper().startswith(index_type) for index in indices)
 
 
-def _ann_state(indices: Iterable[IndexConfig]) -> tuple[bool, int]:
-    """(an IVF index exists, rows it was trained on) from ``list_indices()``.
+def _ann_state(indices: Iterable[IndexConfig]) -> tuple[str | None, int]:
+    """(name of the IVF index or None, rows it was trained on) from ``list_indices()``.
 
     The trained row count is part of the index name (``vector_ivf_rows_<n>``);
     an index named otherwise counts as trained on its indexed rows.
@@ -674,6 +832,6 @@ def _ann_state(indices: Iterable[IndexConfig]) -> tuple[bool, int]:
         if str(index.index_type).upper().startswith("IVF"):
             name = str(index.name)
             if name.startswith(_IVF_NAME) and name[len(_IVF_NAME) :].isdigit():
-                return True, int(name[len(_IVF_NAME) :])
-            return True, int(getattr(index, "num_indexed_rows", 0) or 0)
-    return False, 0
+                return name, int(name[len(_IVF_NAME) :])
+            return name, int(getattr(index, "num_indexed_rows", 0) or 0)
+    return None, 0
