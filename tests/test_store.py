@@ -15,8 +15,22 @@ from tribal_memory.store.lancedb import LanceMemoryStore, filter_sql
 
 def _memory(memory_id: str, content: str, owner: str = "o") -> Memory:
     now = datetime.now(UTC)
-    return Memory(memory_id, content, owner, "fact", ("t",), "src", None, None, None, now, now,
-                  None, "", {"k": 1})
+    return Memory(
+        memory_id,
+        content,
+        owner,
+        "fact",
+        ("t",),
+        "src",
+        None,
+        None,
+        None,
+        now,
+        now,
+        None,
+        "",
+        {"k": 1},
+    )
 
 
 def _unit(rows: int, dim: int, seed: int = 0) -> np.ndarray:
@@ -149,3 +163,19 @@ def test_nearest_sees_rows_another_process_wrote_outside_the_index(tmp_path: Pat
     store.refresh()
     (found,) = store.nearest([(_twins(fresh, seed=8), SearchFilters(owner="big-1"))])
     assert [f[0] if f else None for f in found] == ["x0", "x1", "x2"]
+
+
+def test_optimize_keeps_the_ann_index_to_few_segments(tmp_path: Path) -> None:
+    store, vectors = _indexed_store(tmp_path, 600)
+    more = _unit(400, 16, seed=9)
+    for round_ in range(4):
+        part = more[round_ * 100 : (round_ + 1) * 100]
+        ids = [f"r{round_}-{i}" for i in range(100)]
+        store.add([_memory(i, f"round {i}", owner="big-0") for i in ids], part)
+        store.optimize()
+        stats = store.ann_index_stats()
+        assert stats is not None
+        assert stats["segments"] <= 2 and stats["unindexed_rows"] == 0
+        assert stats["indexed_rows"] == 700 + 100 * round_
+        found = store.vector_search(part[7], SearchFilters(), 1)
+        assert found[0].memory.memory_id == ids[7]

@@ -241,6 +241,21 @@ def read_generation(session: Session, name: str) -> int:
     return int(value or 0)
 
 
+def read_generations(session: Session, names: Sequence[str]) -> dict[str, int]:
+    """Several change counters (see :func:`read_generation`) in one statement.
+
+    Returns:
+        ``{name: counter}`` for every name asked, 0 for one never bumped.
+    """
+    rows = session.execute(
+        select(LearnedGenerationRow.name, LearnedGenerationRow.generation).where(
+            LearnedGenerationRow.name.in_(list(names))
+        )
+    ).all()
+    found = {str(name): int(generation) for name, generation in rows}
+    return {name: found.get(name, 0) for name in names}
+
+
 def upsert(
     session: Session, table: type[Any], values: dict[str, Any], *, update: Sequence[str]
 ) -> None:

@@ -245,9 +245,7 @@ class MemoryService:
             keep = [i for i, m in enumerate(candidates) if m.memory_id not in stored]
             new_memories = [candidates[i] for i in keep]
             new_vectors = vectors[keep]
-            duplicates = (
-                self._near_duplicates(new_memories, new_vectors) if near_duplicates else {}
-            )
+            duplicates = self._near_duplicates(new_memories, new_vectors) if near_duplicates else {}
             self.store.add(new_memories, new_vectors)
         created = {
             m.memory_id: CaptureResult(m, "created", *duplicates.get(m.memory_id, (None, None)))

@@ -39,6 +39,10 @@ AnchorSource = Literal["manual", "learned", "llm"]
 MAX_ANCHOR_CHARS = 1024
 
 
+GENERATION = "fact_anchors"
+"""The change counter of all anchors (:func:`tribal_memory.db.read_generation`)."""
+
+
 @dataclass(frozen=True, slots=True)
 class AnchorMatch:
     """A memory whose anchors match a query; ``score`` in (0, 1], 1 = best match."""
@@ -204,13 +208,17 @@ class AnchorIndex:
         """Number of active anchors over all memories."""
         return len(self._load().memory_ids)
 
-    def _load(self) -> _Corpus:
+    def _load(self, generation: int | None = None) -> _Corpus:
+        with self._lock:
+            corpus = self._corpus
+        if corpus is not None and generation is not None and corpus.generation == generation:
+            return corpus
         with self._db.session() as session:
-            # Any add, use, promotion or removal, by any process (a database trigger).
-            generation = read_generation(session, "fact_anchors")
-            with self._lock:
-                if self._corpus is not None and self._corpus.generation == generation:
-                    return self._corpus
+            if generation is None:
+                # Any add, use, promotion or removal, by any process (a database trigger).
+                generation = read_generation(session, GENERATION)
+                if corpus is not None and corpus.generation == generation:
+                    return corpus
             rows = session.scalars(select(FactAnchorRow)).all()
             active = [
                 (r.memory_id, frozenset(_stems(r.anchor_text))) for r in rows if self._active(r)
@@ -224,13 +232,15 @@ class AnchorIndex:
             self._corpus = corpus
         return corpus
 
-    def search(self, query: str, limit: int) -> list[AnchorMatch]:
+    def search(self, query: str, limit: int, *, generation: int | None = None) -> list[AnchorMatch]:
         """Memories whose best active anchor matches ``query`` at least ``min_match``.
 
-        The caller filters the ids by visibility. Returns up to ``limit``
-        matches, best first; [] when nothing matches.
+        The caller filters the ids by visibility. ``generation``: the anchors'
+        change counter (:data:`GENERATION`) when the caller has just read it;
+        None reads it here. Returns up to ``limit`` matches, best first; []
+        when nothing matches.
         """
-        corpus = self._load()
+        corpus = self._load(generation)
         terms = set(_stems(query))
         if not corpus.memory_ids or not terms:
             return []

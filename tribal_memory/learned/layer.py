@@ -33,9 +33,10 @@ from typing import Any, Literal
 from sqlalchemy import delete
 
 from tribal_memory.config import Settings
-from tribal_memory.db import Database, upsert
+from tribal_memory.db import Database, read_generations, upsert
 from tribal_memory.embeddings.base import Embedder, Vector
 from tribal_memory.errors import Conflict, InvalidInput, NotFound
+from tribal_memory.learned.anchors import GENERATION as ANCHORS_GENERATION
 from tribal_memory.learned.anchors import AnchorIndex, AnchorMatch
 from tribal_memory.learned.expander import (
     ExpansionUnavailable,
@@ -260,25 +261,41 @@ class Retriever:
         scope = scope_of(filters)
         variant: Variant = "learned" if parts.any else "baseline"
         key = query_key(query)
-        if parts.cache and _plain_filters(filters):
+        pool = max(k, self.settings.candidate_pool)
+        # One SQL statement says whether the in-memory learned indexes are current.
+        generations = self._generations(scope) if parts.any else {}
+        past = (
+            self.cache.past_queries(
+                scope, generation=generations[self.cache.generation_name(scope)]
+            )
+            if parts.any
+            else None
+        )
+        # The index knows the eligible keys, so a miss costs no SQL.
+        exact_hit = past is not None and key in past.eligible_keys
+        if parts.cache and _plain_filters(filters) and exact_hit:
             entry = self.cache.lookup(scope, key)
             if entry is not None:
                 return self._cached(entry, filters, k, min_score, mode, variant, started)
-        pool = max(k, self.settings.candidate_pool)
-        # Each learned source is read once per search (one generation check apiece).
-        past = self.cache.past_queries(scope) if parts.any else None
-        has_past = past is not None
-        anchored = self.anchors.search(query, pool) if parts.anchors else []
+        has_past = past is not None and bool(past.keys)
+        anchored = (
+            self.anchors.search(query, pool, generation=generations[ANCHORS_GENERATION])
+            if parts.anchors
+            else []
+        )
         use_anchors = bool(anchored)
         fallback: Literal["vector"] | None = None
-        if mode == "hybrid" and self._store.count(filters) < self.settings.fts_min_rows:
-            mode, fallback = "vector", "vector"
         need_vector = mode != "text" or has_past or use_anchors
-        # BM25 runs on the store's event loop while the query is embedded.
+        # The count (for the BM25 fallback and the store's exact-or-index choice)
+        # and BM25 run on the store's event loop while the query is embedded.
+        counting = self._store.start_count(filters) if mode != "text" else None
         text_part = (
             self._store.start_text_search(query, filters, pool) if mode != "vector" else None
         )
         vector = self._embedder.embed(query, query=True) if need_vector else None
+        passing = counting.result() if counting is not None else None
+        if mode == "hybrid" and passing is not None and passing < self.settings.fts_min_rows:
+            mode, fallback, text_part = "vector", "vector", None
         s = self.settings
         similar = (
             past.similar(
@@ -298,7 +315,7 @@ class Retriever:
             entry = self.cache.get(scope, closest.key)
             if entry is not None:
                 return self._cached(entry, filters, k, min_score, mode, variant, started)
-        candidates = self._plain(vector, text_part, filters, mode, pool)
+        candidates = self._plain(vector, text_part, filters, mode, pool, passing)
         learned: dict[str, _Learned] = {}
         if has_past or use_anchors:
             learned = self._learned_parts(
@@ -307,6 +324,12 @@ class Retriever:
         hits = self._rank(candidates, learned, vector, filters, mode, k, min_score)
         took_ms = (time.perf_counter() - started) * 1000
         return SearchResult(tuple(hits), mode, fallback, took_ms, variant=variant)
+
+    def _generations(self, scope: str) -> dict[str, int]:
+        """The change counters of ``scope``'s cache entries and of the anchors (one statement)."""
+        names = [self.cache.generation_name(scope), ANCHORS_GENERATION]
+        with self._db.session() as session:
+            return read_generations(session, names)
 
     def _cached(
         self,
@@ -332,11 +355,15 @@ class Retriever:
         filters: SearchFilters,
         mode: SearchMode,
         pool: int,
+        passing: int | None,
     ) -> list[Candidate]:
-        """Fused candidates of the vector search and the already started BM25 search."""
+        """Fused candidates of the vector search and the already started BM25 search.
+
+        ``passing``: memories passing ``filters`` (None: not counted).
+        """
         s = self.settings
         vector_part = (
-            self._store.vector_search(vector, filters, pool)
+            self._store.vector_search(vector, filters, pool, passing=passing)
             if mode != "text" and vector is not None
             else []
         )

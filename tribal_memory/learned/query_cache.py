@@ -85,6 +85,8 @@ class PastQueries:
     texts: list[str]
     eligible: np.ndarray
     matrix: np.ndarray  # (n, dim), rows unit length
+    eligible_keys: frozenset[str]
+    """Keys of every eligible entry (with an embedding or not): the exact-key hits."""
 
     def similar(self, vector: Vector, *, min_similarity: float, limit: int = 20) -> list[PastQuery]:
         """Past queries with cosine similarity >= ``min_similarity`` to ``vector``, best first.
@@ -140,20 +142,32 @@ class QueryCache:
                 return None
             return _entry(row)
 
-    def past_queries(self, owner: str) -> PastQueries | None:
-        """``owner``'s past queries with an embedding, or None when it has none.
+    @staticmethod
+    def generation_name(owner: str) -> str:
+        """The change counter of ``owner``'s entries (:func:`tribal_memory.db.read_generation`)."""
+        return f"query_cache:{owner}"
 
-        One SQL read (the owner's change counter, kept by database triggers:
-        :func:`tribal_memory.db.read_generation`) checks whether the in-memory
-        index is current; the index is rebuilt only when any process changed
-        the owner's entries since.
+    def past_queries(self, owner: str, *, generation: int | None = None) -> PastQueries | None:
+        """``owner``'s entries as an in-memory index, or None when it has none.
+
+        The index is reused while the owner's change counter (kept by database
+        triggers: :func:`tribal_memory.db.read_generation`) is unchanged, and
+        rebuilt when any process changed the owner's entries since.
+
+        Args:
+            owner: Whose entries.
+            generation: The counter, when the caller has just read it; None
+                reads it here (one SQL statement).
         """
+        with self._lock:
+            cached = self._indexes.get(owner)
+        if cached is not None and generation is not None and cached.generation == generation:
+            return cached if cached.eligible_keys or cached.keys else None
         with self._db.session() as session:
-            generation = read_generation(session, f"query_cache:{owner}")
-            with self._lock:
-                cached = self._indexes.get(owner)
+            if generation is None:
+                generation = read_generation(session, self.generation_name(owner))
                 if cached is not None and cached.generation == generation:
-                    return cached if cached.keys else None
+                    return cached if cached.eligible_keys or cached.keys else None
             rows = session.execute(
                 select(
                     QueryCacheRow.query_key,
@@ -161,23 +175,29 @@ class QueryCache:
                     QueryCacheRow.success_count,
                     QueryCacheRow.failure_count,
                     QueryCacheRow.query_vector,
-                ).where(QueryCacheRow.owner == owner, QueryCacheRow.query_vector.is_not(None))
+                ).where(QueryCacheRow.owner == owner)
             ).all()
-        if rows:
-            matrix = np.stack([np.frombuffer(r.query_vector, dtype=np.float32) for r in rows])
+        embedded = [r for r in rows if r.query_vector is not None]
+        if embedded:
+            matrix = np.stack([np.frombuffer(r.query_vector, dtype=np.float32) for r in embedded])
             matrix = matrix / np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
         else:
             matrix = np.zeros((0, 0), dtype=np.float32)
         index = PastQueries(
             generation,
-            [r.query_key for r in rows],
-            [r.query_text for r in rows],
-            np.array([self._eligible(r.success_count, r.failure_count) for r in rows], dtype=bool),
+            [r.query_key for r in embedded],
+            [r.query_text for r in embedded],
+            np.array(
+                [self._eligible(r.success_count, r.failure_count) for r in embedded], dtype=bool
+            ),
             matrix,
+            frozenset(
+                r.query_key for r in rows if self._eligible(r.success_count, r.failure_count)
+            ),
         )
         with self._lock:
             self._indexes[owner] = index
-        return index if rows else None
+        return index if index.eligible_keys or index.keys else None
 
     def similar(
         self, owner: str, vector: Vector, *, min_similarity: float, limit: int = 20

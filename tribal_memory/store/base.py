@@ -60,8 +60,14 @@ class MemoryStore(Protocol):
     def get(self, memory_ids: Sequence[str]) -> dict[str, Memory]:
         """Memories by id; ids not stored are absent from the result (a miss is not an error)."""
 
-    def vector_search(self, vector: Vector, filters: SearchFilters, k: int) -> list[ScoredMemory]:
-        """Top ``k`` by cosine similarity to ``vector`` (shape ``(dim,)``), best first."""
+    def vector_search(
+        self, vector: Vector, filters: SearchFilters, k: int, *, passing: int | None = None
+    ) -> list[ScoredMemory]:
+        """Top ``k`` by cosine similarity to ``vector`` (shape ``(dim,)``), best first.
+
+        ``passing``: the number of memories passing ``filters``, when the
+        caller has just counted them (saves the store counting again).
+        """
 
     def nearest(
         self, groups: Sequence[tuple[Vector, SearchFilters]]
@@ -108,6 +114,9 @@ class MemoryStore(Protocol):
 
     def count(self, filters: SearchFilters | None = None) -> int:
         """Number of memories passing ``filters`` (all memories when None)."""
+
+    def start_count(self, filters: SearchFilters | None = None) -> Future[int]:
+        """Start :meth:`count` and return at once; the future's ``result()`` is the count."""
 
     def scan(
         self, filters: SearchFilters | None = None, *, batch_size: int = 512

@@ -74,6 +74,8 @@ _IVF_NAME = "vector_ivf_rows_"
 """Name prefix of the IVF index; the rows it was trained on follow."""
 _NEAREST_NPROBES = 2
 """IVF partitions probed by :meth:`LanceMemoryStore.nearest` (near-duplicate checks)."""
+_IVF_MAX_SEGMENTS = 2
+"""Segments the IVF index may have before ``optimize()`` rebuilds it (see ``_retrain_due``)."""
 _RECENT_MAX_ROWS = 50_000
 """Most rows :class:`_RecentRows` holds (past it, near-duplicate checks take the slow path)."""
 
@@ -520,7 +522,7 @@ class LanceMemoryStore:
             query = query.nprobes(self._ann_nprobes)
         return query.where(where) if where else query
 
-    async def _use_index(self, where: str | None) -> bool:
+    async def _use_index(self, where: str | None, passing: int | None = None) -> bool:
         """True when the IVF index should answer a query with prefilter ``where``.
 
         A selective prefilter can leave too few rows in the probed partitions
@@ -538,10 +540,20 @@ class LanceMemoryStore:
             self._ann_name, self._ann_trained_rows = _ann_state(await self._table.list_indices())
         if self._ann_name is None:
             return False
-        return where is None or await self._table.count_rows(where) >= _EXACT_MAX_ROWS
+        if where is None:
+            return True
+        if passing is None:
+            passing = await self._table.count_rows(where)
+        return passing >= _EXACT_MAX_ROWS
 
     def vector_search(
-        self, vector: Vector, filters: SearchFilters, k: int, *, exact: bool = False
+        self,
+        vector: Vector,
+        filters: SearchFilters,
+        k: int,
+        *,
+        exact: bool = False,
+        passing: int | None = None,
     ) -> list[ScoredMemory]:
         """See :meth:`MemoryStore.vector_search`. Scores are cosine similarity in [-1, 1].
 
@@ -553,7 +565,7 @@ class LanceMemoryStore:
         where = filter_sql(filters)
 
         async def search() -> pa.Table:
-            indexed = not exact and await self._use_index(where)
+            indexed = not exact and await self._use_index(where, passing)
             return await self._vector_query(vector, where, k, exact=not indexed).to_arrow()
 
         return _scored(self._run("vector search", search()), "_distance", distance=True)
@@ -676,8 +688,16 @@ class LanceMemoryStore:
 
     def count(self, filters: SearchFilters | None = None) -> int:
         """See :meth:`MemoryStore.count`."""
+        return self.start_count(filters).result()
+
+    def start_count(self, filters: SearchFilters | None = None) -> Future[int]:
+        """See :meth:`MemoryStore.start_count`: runs on the store's event loop."""
         where = filter_sql(filters) if filters is not None else None
-        return int(self._run("count", self._table.count_rows(where)))
+
+        async def count() -> int:
+            return int(await self._table.count_rows(where))
+
+        return self._loop.submit(_translated("count", count()))
 
     def scan(
         self, filters: SearchFilters | None = None, *, batch_size: int = 512
@@ -726,6 +746,29 @@ class LanceMemoryStore:
         indices = self._run("read", self._table.list_indices())
         return {"fts": _has(indices, "FTS"), "ann": _has(indices, "IVF")}
 
+    def ann_index_stats(self) -> dict[str, int] | None:
+        """The IVF index: ``{"trained_rows", "indexed_rows", "unindexed_rows", "segments"}``.
+
+        None while there is no IVF index. ``segments`` counts the parts a
+        query searches (one after a (re)build, one more per ``optimize()``
+        that folded rows in).
+
+        Raises:
+            StoreUnavailable: the index cannot be read.
+        """
+        name, trained = _ann_state(self._run("read", self._table.list_indices()))
+        if name is None:
+            return None
+        stats = self._run("read", self._table.index_stats(name))
+        if stats is None:
+            return None
+        return {
+            "trained_rows": trained,
+            "indexed_rows": int(stats.num_indexed_rows),
+            "unindexed_rows": int(stats.num_unindexed_rows),
+            "segments": int(getattr(stats, "num_indices", 1) or 1),
+        }
+
     def _maybe_optimize(self) -> None:
         """The automatic ``optimize()`` after a write; its failure does not fail the write.
 
@@ -746,7 +789,8 @@ class LanceMemoryStore:
 
         Also builds the IVF_FLAT index once the table has ``ann_index_min_rows``
         rows, and retrains it (new partitions) whenever the table has grown to
-        four times the rows it was trained on.
+        four times the rows it was trained on or the index would get more than
+        ``_IVF_MAX_SEGMENTS`` segments.
         """
         with self._write_lock:
             self._run("optimize", self._optimize())
@@ -757,9 +801,7 @@ class LanceMemoryStore:
         rows = await self._table.count_rows()
         indices = await self._table.list_indices()
         self._ann_name, self._ann_trained_rows = _ann_state(indices)
-        if rows >= self._ann_index_min_rows and (
-            self._ann_name is None or rows >= 4 * self._ann_trained_rows
-        ):
+        if rows >= self._ann_index_min_rows and await self._retrain_due(rows):
             for index in indices:  # a retrain replaces the index under a new name
                 if str(index.index_type).upper().startswith("IVF"):
                     await self._table.drop_index(index.name)
@@ -769,6 +811,22 @@ class LanceMemoryStore:
             )
             self._ann_name, self._ann_trained_rows = name, rows
         await self._table.optimize(cleanup_older_than=self._keep_versions)
+
+    async def _retrain_due(self, rows: int) -> bool:
+        """Whether ``optimize()`` should (re)build the IVF index instead of extending it.
+
+        Yes with no index, when the table has grown to four times the rows the
+        index was trained on (its partitions no longer fit the data), and when
+        folding in the unindexed rows would give it a segment beyond
+        ``_IVF_MAX_SEGMENTS``: LanceDB extends an index by adding a segment per
+        ``optimize()``, and a query searches every segment.
+        """
+        if self._ann_name is None or rows >= 4 * self._ann_trained_rows:
+            return True
+        stats = await self._table.index_stats(self._ann_name)
+        if stats is None or not stats.num_unindexed_rows:
+            return False
+        return int(getattr(stats, "num_indices", 1) or 1) >= _IVF_MAX_SEGMENTS
 
 
 def _nearest_rows(table: pa.Table | None, rows: int) -> list[tuple[str, float] | None]:
