@@ -111,6 +111,7 @@ def test_bench_perf_writes_every_figure(tmp_path: Path) -> None:
     for key in SIZE_KEYS:
         assert isinstance(figures[key], int | float) and figures[key] > 0, key
     assert figures["embeddings_from_cache"] is False
+    assert figures["ann_index"] is False and figures["ann_segments"] is None  # 300 rows: exact
     assert [point[0] for point in figures["rss_while_loading_mb"]] == [300]
 
     concurrent = report["concurrent"]

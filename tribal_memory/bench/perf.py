@@ -358,6 +358,8 @@ def _ann_recall(
     with MemoryService(Settings(data_dir=data_dir), embedder=embedder) as service:
         store = service.store
         found["ann_index"] = store.index_state()["ann"]
+        ann = store.ann_index_stats()
+        found["ann_segments"] = ann["segments"] if ann is not None else None
         for name, queries, filters in (
             ("ann_recall_at_10", asked, SearchFilters()),
             ("ann_recall_at_10_filtered", asked_owned, SearchFilters(owner=FILTER_OWNER)),

@@ -76,6 +76,8 @@ _NEAREST_NPROBES = 2
 """IVF partitions probed by :meth:`LanceMemoryStore.nearest` (near-duplicate checks)."""
 _IVF_MAX_SEGMENTS = 2
 """Segments the IVF index may have before ``optimize()`` rebuilds it (see ``_retrain_due``)."""
+_RETRAIN_GROWTH = 1.25
+"""Growth since training after which extra segments make ``optimize()`` rebuild the index."""
 _RECENT_MAX_ROWS = 50_000
 """Most rows :class:`_RecentRows` holds (past it, near-duplicate checks take the slow path)."""
 
@@ -186,7 +188,7 @@ def _to_memory(row: dict[str, Any]) -> Memory:
         updated_at=updated,
         event_time=_utc(row["event_time"]),
         anchor_text=row["anchor_text"] or "",
-        metadata=json.loads(row["metadata"] or "{}"),
+        metadata=json.loads(row["metadata"]) if row["metadata"] not in (None, "{}") else {},
     )
 
 
@@ -232,9 +234,15 @@ async def _translated(action: str, awaitable: Awaitable[_T]) -> _T:
         raise StoreUnavailable(f"memory store {action} failed: {exc}") from exc
 
 
+def _rows(table: pa.Table) -> list[dict[str, Any]]:
+    """The memory columns of ``table`` as row dicts (converted column by column: faster)."""
+    columns = [table.column(name).to_pylist() for name in _COLUMNS]
+    return [dict(zip(_COLUMNS, values, strict=True)) for values in zip(*columns, strict=True)]
+
+
 def _scored(table: pa.Table, score_column: str, *, distance: bool) -> list[ScoredMemory]:
     scores = table.column(score_column).to_pylist()
-    rows = table.select(list(_COLUMNS)).to_pylist()
+    rows = _rows(table)
     return [
         ScoredMemory(_to_memory(row), 1.0 - float(score) if distance else float(score))
         for row, score in zip(rows, scores, strict=True)
@@ -815,14 +823,19 @@ class LanceMemoryStore:
     async def _retrain_due(self, rows: int) -> bool:
         """Whether ``optimize()`` should (re)build the IVF index instead of extending it.
 
-        Yes with no index, when the table has grown to four times the rows the
-        index was trained on (its partitions no longer fit the data), and when
-        folding in the unindexed rows would give it a segment beyond
-        ``_IVF_MAX_SEGMENTS``: LanceDB extends an index by adding a segment per
-        ``optimize()``, and a query searches every segment.
+        Yes with no index, and when the table has grown to four times the rows
+        the index was trained on (its partitions no longer fit the data).
+        Also when folding in the unindexed rows would give the index a segment
+        beyond ``_IVF_MAX_SEGMENTS`` (LanceDB extends an index by one segment
+        per ``optimize()``, and a query searches every segment), provided the
+        table has grown by ``_RETRAIN_GROWTH`` since training: each rebuild is
+        then at least that much larger than the last, so the rebuilds of a
+        growing table cost a bounded multiple of the last one.
         """
         if self._ann_name is None or rows >= 4 * self._ann_trained_rows:
             return True
+        if rows < _RETRAIN_GROWTH * self._ann_trained_rows:
+            return False
         stats = await self._table.index_stats(self._ann_name)
         if stats is None or not stats.num_unindexed_rows:
             return False
