@@ -44,6 +44,7 @@ from tribal_memory.errors import (
 )
 from tribal_memory.models import SHARED_OWNER, Memory, SearchFilters
 from tribal_memory.store.base import ScoredMemory
+from tribal_memory.store.recent import RecentRows, better, nearest_in, owners_only
 
 TABLE = "memories"
 MODEL_KEY = b"tribal.embedding_model"
@@ -78,8 +79,6 @@ _IVF_MAX_SEGMENTS = 2
 """Segments the IVF index may have before ``optimize()`` rebuilds it (see ``_retrain_due``)."""
 _RETRAIN_GROWTH = 1.25
 """Growth since training after which extra segments make ``optimize()`` rebuild the index."""
-_RECENT_MAX_ROWS = 50_000
-"""Most rows :class:`_RecentRows` holds (past it, near-duplicate checks take the slow path)."""
 
 
 def _schema(model_id: str, dim: int) -> pa.Schema:
@@ -249,80 +248,6 @@ def _scored(table: pa.Table, score_column: str, *, distance: bool) -> list[Score
     ]
 
 
-class _RecentRows:
-    """Vectors of the rows this process wrote since the last ``optimize()``, by owner.
-
-    Those rows are outside the IVF index until ``optimize()`` folds them in,
-    and LanceDB answers a multi-vector query over unindexed rows by scanning
-    them once per query vector (at 10k memories and a few hundred unindexed
-    rows, four times the indexed search). When the index's unindexed rows are
-    exactly these, :meth:`LanceMemoryStore.nearest` searches the index alone
-    and these rows in memory. Holds at most ``_RECENT_MAX_ROWS``; beyond that
-    new rows are not recorded, the counts disagree and the slow path is taken.
-    """
-
-    def __init__(self) -> None:
-        self._by_owner: dict[str, dict[str, np.ndarray]] = {}
-        self._owner_of: dict[str, str] = {}
-
-    def __len__(self) -> int:
-        return len(self._owner_of)
-
-    def put(self, memory_id: str, owner: str, vector: Vector) -> None:
-        """Record a written row (a rewrite of the same id replaces it)."""
-        if memory_id not in self._owner_of and len(self._owner_of) >= _RECENT_MAX_ROWS:
-            return
-        self.drop([memory_id])
-        unit = np.asarray(vector, dtype=np.float32)
-        unit = unit / max(float(np.linalg.norm(unit)), 1e-12)
-        self._by_owner.setdefault(owner, {})[memory_id] = unit
-        self._owner_of[memory_id] = owner
-
-    def drop(self, memory_ids: Iterable[str]) -> None:
-        """Forget deleted (or rewritten) rows."""
-        for memory_id in memory_ids:
-            owner = self._owner_of.pop(memory_id, None)
-            if owner is not None:
-                rows = self._by_owner[owner]
-                del rows[memory_id]
-                if not rows:
-                    del self._by_owner[owner]
-
-    def clear(self) -> None:
-        """After ``optimize()``: every row is in the index."""
-        self._by_owner.clear()
-        self._owner_of.clear()
-
-    def copy(self) -> _RecentRows:
-        """A copy that later writes do not change."""
-        copy = _RecentRows()
-        copy._by_owner = {owner: dict(rows) for owner, rows in self._by_owner.items()}
-        copy._owner_of = dict(self._owner_of)
-        return copy
-
-    def matrices(self, owners: Iterable[str]) -> tuple[list[str], np.ndarray]:
-        """(ids, unit vectors ``(n, dim)``) of the rows of ``owners`` (a copy)."""
-        ids: list[str] = []
-        vectors: list[np.ndarray] = []
-        for owner in owners:
-            for memory_id, vector in self._by_owner.get(owner, {}).items():
-                ids.append(memory_id)
-                vectors.append(vector)
-        return ids, np.stack(vectors) if vectors else np.zeros((0, 0), dtype=np.float32)
-
-
-def _owners_only(filters: SearchFilters) -> list[str] | None:
-    """The owners ``filters`` admits when it filters on owner alone, else None."""
-    if filters != SearchFilters(owner=filters.owner, include_shared=filters.include_shared):
-        return None
-    if filters.owner is None:
-        return None
-    owners = [filters.owner]
-    if filters.include_shared and filters.owner != SHARED_OWNER:
-        owners.append(SHARED_OWNER)
-    return owners
-
-
 class LanceMemoryStore:
     """:class:`~tribal_memory.store.base.MemoryStore` over a local (or object-store) LanceDB.
 
@@ -381,7 +306,7 @@ class LanceMemoryStore:
         """Name of the IVF vector index; None while there is none."""
         self._index_checked_at = time.monotonic()
         self._ann_trained_rows = 0
-        self._recent = _RecentRows()
+        self._recent = RecentRows()
         self._loop = _event_loop()
         session = lancedb.Session(
             index_cache_size_bytes=index_cache_mb * 1024**2,
@@ -479,7 +404,7 @@ class LanceMemoryStore:
         """See :meth:`MemoryStore.set_anchor_text`."""
         where = f"memory_id = {_quote(memory_id)}"
         with self._write_lock:
-            # The update rewrites the row outside the IVF index: keep its vector (see _RecentRows).
+            # The update rewrites the row outside the IVF index: keep its vector (see RecentRows).
             query = self._table.query().where(where).select(["owner", "vector"])
             stored = self._run("update", query.to_arrow())
             if not stored.num_rows:
@@ -588,13 +513,13 @@ class LanceMemoryStore:
         partitions closest to each vector are searched: a near-duplicate lies
         next to its twin, so it is almost always there. When the rows outside
         the index are exactly those this process wrote since the last
-        ``optimize()`` (:class:`_RecentRows`), the query skips them and they
+        ``optimize()`` (:class:`RecentRows`), the query skips them and they
         are compared in memory instead; otherwise LanceDB scans them itself.
         """
         recent = self._recent_if_complete()
 
         def fast(filters: SearchFilters) -> bool:
-            return recent is not None and _owners_only(filters) is not None
+            return recent is not None and owners_only(filters) is not None
 
         async def search_all() -> list[pa.Table | None]:
             searches = (self._nearest(v, f, fast=fast(f)) for v, f in groups)
@@ -604,20 +529,23 @@ class LanceMemoryStore:
         answers: list[list[tuple[str, float] | None]] = []
         for table, (vectors, filters) in zip(tables, groups, strict=True):
             found = _nearest_rows(table, len(vectors))
-            owners = _owners_only(filters)
+            owners = owners_only(filters)
             if recent is not None and owners is not None and len(vectors) > 0:
                 ids, matrix = recent.matrices(owners)
-                found = _better(found, _nearest_in(vectors, ids, matrix))
+                found = better(found, nearest_in(vectors, ids, matrix))
             answers.append(found)
         return answers
 
-    def _recent_if_complete(self) -> _RecentRows | None:
+    def _recent_if_complete(self) -> RecentRows | None:
         """:attr:`_recent` when the IVF index's unindexed rows are exactly its rows, else None."""
         with self._write_lock:
             name = self._ann_name
             if name is None:
                 return None
-            stats = self._run("index stats", self._table.index_stats(name))
+            try:
+                stats = self._run("index stats", self._table.index_stats(name))
+            except StoreUnavailable:  # e.g. another process rebuilt it under a new name
+                return None
             unindexed = getattr(stats, "num_unindexed_rows", None)
             if unindexed != len(self._recent):
                 return None
@@ -857,29 +785,6 @@ def _nearest_rows(table: pa.Table | None, rows: int) -> list[tuple[str, float] |
     for position, memory_id, distance in zip(positions, ids, distances, strict=True):
         found[int(position)] = (str(memory_id), 1.0 - float(distance))
     return found
-
-
-def _nearest_in(
-    vectors: Vector, ids: Sequence[str], matrix: np.ndarray
-) -> list[tuple[str, float] | None]:
-    """Per row of ``vectors``, the most cosine-similar of ``ids`` (rows of unit ``matrix``)."""
-    if not ids:
-        return [None] * len(vectors)
-    queries = np.asarray(vectors, dtype=np.float32)
-    queries = queries / np.maximum(np.linalg.norm(queries, axis=1, keepdims=True), 1e-12)
-    similarity = queries @ matrix.T
-    best = similarity.argmax(axis=1)
-    return [(ids[j], float(similarity[i, j])) for i, j in enumerate(best)]
-
-
-def _better(
-    first: list[tuple[str, float] | None], second: list[tuple[str, float] | None]
-) -> list[tuple[str, float] | None]:
-    """Per position, the more similar of two answers (None loses)."""
-    return [
-        b if a is None or (b is not None and b[1] > a[1]) else a
-        for a, b in zip(first, second, strict=True)
-    ]
 
 
 async def _next_batch(reader: AsyncRecordBatchReader) -> pa.RecordBatch | None:
