@@ -262,15 +262,11 @@ class Retriever:
         variant: Variant = "learned" if parts.any else "baseline"
         key = query_key(query)
         pool = max(k, self.settings.candidate_pool)
-        # One SQL statement says whether the in-memory learned indexes are current.
-        generations = self._generations(scope) if parts.any else {}
-        past = (
-            self.cache.past_queries(
-                scope, generation=generations[self.cache.generation_name(scope)]
-            )
-            if parts.any
-            else None
-        )
+        past, anchors_generation = None, None
+        if parts.any:
+            # One SQL statement says whether the in-memory learned indexes are current.
+            cache_generation, anchors_generation = self._generations(scope)
+            past = self.cache.past_queries(scope, generation=cache_generation)
         # The index knows the eligible keys, so a miss costs no SQL.
         exact_hit = past is not None and key in past.eligible_keys
         if parts.cache and _plain_filters(filters) and exact_hit:
@@ -279,9 +275,7 @@ class Retriever:
                 return self._cached(entry, filters, k, min_score, mode, variant, started)
         has_past = past is not None and bool(past.keys)
         anchored = (
-            self.anchors.search(query, pool, generation=generations[ANCHORS_GENERATION])
-            if parts.anchors
-            else []
+            self.anchors.search(query, pool, generation=anchors_generation) if parts.anchors else []
         )
         use_anchors = bool(anchored)
         fallback: Literal["vector"] | None = None
@@ -325,11 +319,12 @@ class Retriever:
         took_ms = (time.perf_counter() - started) * 1000
         return SearchResult(tuple(hits), mode, fallback, took_ms, variant=variant)
 
-    def _generations(self, scope: str) -> dict[str, int]:
+    def _generations(self, scope: str) -> tuple[int, int]:
         """The change counters of ``scope``'s cache entries and of the anchors (one statement)."""
         names = [self.cache.generation_name(scope), ANCHORS_GENERATION]
         with self._db.session() as session:
-            return read_generations(session, names)
+            found = read_generations(session, names)
+        return found[names[0]], found[names[1]]
 
     def _cached(
         self,

@@ -88,6 +88,11 @@ class PastQueries:
     eligible_keys: frozenset[str]
     """Keys of every eligible entry (with an embedding or not): the exact-key hits."""
 
+    @property
+    def empty(self) -> bool:
+        """True when no entry has an embedding and none is eligible (nothing to look up)."""
+        return not self.keys and not self.eligible_keys
+
     def similar(self, vector: Vector, *, min_similarity: float, limit: int = 20) -> list[PastQuery]:
         """Past queries with cosine similarity >= ``min_similarity`` to ``vector``, best first.
 
@@ -162,12 +167,12 @@ class QueryCache:
         with self._lock:
             cached = self._indexes.get(owner)
         if cached is not None and generation is not None and cached.generation == generation:
-            return cached if cached.eligible_keys or cached.keys else None
+            return None if cached.empty else cached
         with self._db.session() as session:
             if generation is None:
                 generation = read_generation(session, self.generation_name(owner))
                 if cached is not None and cached.generation == generation:
-                    return cached if cached.eligible_keys or cached.keys else None
+                    return None if cached.empty else cached
             rows = session.execute(
                 select(
                     QueryCacheRow.query_key,
@@ -197,7 +202,7 @@ class QueryCache:
         )
         with self._lock:
             self._indexes[owner] = index
-        return index if index.eligible_keys or index.keys else None
+        return None if index.empty else index
 
     def similar(
         self, owner: str, vector: Vector, *, min_similarity: float, limit: int = 20
