@@ -28,7 +28,17 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import URL, Connection, Engine, create_engine, event, make_url, select, text
+from sqlalchemy import (
+    URL,
+    Connection,
+    Engine,
+    bindparam,
+    create_engine,
+    event,
+    make_url,
+    select,
+    text,
+)
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
@@ -241,17 +251,19 @@ def read_generation(session: Session, name: str) -> int:
     return int(value or 0)
 
 
+_GENERATIONS = select(LearnedGenerationRow.name, LearnedGenerationRow.generation).where(
+    LearnedGenerationRow.name.in_(bindparam("names", expanding=True))
+)
+"""Built once: :func:`read_generations` runs on every search."""
+
+
 def read_generations(session: Session, names: Sequence[str]) -> dict[str, int]:
     """Several change counters (see :func:`read_generation`) in one statement.
 
     Returns:
         ``{name: counter}`` for every name asked, 0 for one never bumped.
     """
-    rows = session.execute(
-        select(LearnedGenerationRow.name, LearnedGenerationRow.generation).where(
-            LearnedGenerationRow.name.in_(list(names))
-        )
-    ).all()
+    rows = session.execute(_GENERATIONS, {"names": list(names)}).all()
     found = {str(name): int(generation) for name, generation in rows}
     return {name: found.get(name, 0) for name in names}
 
