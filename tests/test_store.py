@@ -5,8 +5,10 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
+import lancedb
 import numpy as np
 import pytest
+from lancedb.index import IvfFlat
 
 from tribal_memory.errors import EmbeddingModelMismatch
 from tribal_memory.models import Memory, SearchFilters
@@ -179,3 +181,20 @@ def test_optimize_keeps_the_ann_index_to_few_segments(tmp_path: Path) -> None:
         assert stats["indexed_rows"] == 700 + 100 * round_
         found = store.vector_search(part[7], SearchFilters(), 1)
         assert found[0].memory.memory_id == ids[7]
+
+
+def test_optimize_drops_an_ivf_index_left_by_an_interrupted_rebuild(tmp_path: Path) -> None:
+    store, vectors = _indexed_store(tmp_path, 600)
+    # A rebuild builds the new index before dropping the old one; a crash in
+    # between leaves both, as this second index does.
+    table = lancedb.connect(str(tmp_path / "db")).open_table("memories")
+    table.create_index("vector", config=IvfFlat(distance_type="cosine"), name="leftover")
+    store.refresh()
+    assert sum("IVF" in str(i.index_type).upper() for i in table.list_indices()) == 2
+    assert store.vector_search(vectors[5], SearchFilters(), 1)[0].memory.memory_id == "m00005"
+    store.optimize()
+    table = lancedb.connect(str(tmp_path / "db")).open_table("memories")
+    assert [i.name for i in table.list_indices() if "IVF" in str(i.index_type).upper()] == [
+        "vector_ivf_rows_600"
+    ]
+    assert store.vector_search(vectors[9], SearchFilters(), 1)[0].memory.memory_id == "m00009"

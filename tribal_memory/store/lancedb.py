@@ -738,14 +738,16 @@ class LanceMemoryStore:
         indices = await self._table.list_indices()
         self._ann_name, self._ann_trained_rows = _ann_state(indices)
         if rows >= self._ann_index_min_rows and await self._retrain_due(rows):
-            for index in indices:  # a retrain replaces the index under a new name
-                if str(index.index_type).upper().startswith("IVF"):
-                    await self._table.drop_index(index.name)
+            # The new index is built before the old one is dropped, so a crash
+            # in between leaves a usable index (the next optimize drops the other).
             name = f"{_IVF_NAME}{rows}"
             await self._table.create_index(
                 "vector", config=IvfFlat(distance_type="cosine"), name=name
             )
             self._ann_name, self._ann_trained_rows = name, rows
+        for index in indices:
+            if str(index.index_type).upper().startswith("IVF") and index.name != self._ann_name:
+                await self._table.drop_index(index.name)
         await self._table.optimize(cleanup_older_than=self._keep_versions)
 
     async def _retrain_due(self, rows: int) -> bool:
@@ -802,12 +804,19 @@ def _ann_state(indices: Iterable[IndexConfig]) -> tuple[str | None, int]:
     """(name of the IVF index or None, rows it was trained on) from ``list_indices()``.
 
     The trained row count is part of the index name (``vector_ivf_rows_<n>``);
-    an index named otherwise counts as trained on its indexed rows.
+    an index named otherwise counts as trained on its indexed rows. Of two (a
+    rebuild interrupted before it dropped the old one), the one trained on
+    more rows.
     """
+    found: list[tuple[int, str]] = []
     for index in indices:
         if str(index.index_type).upper().startswith("IVF"):
             name = str(index.name)
             if name.startswith(_IVF_NAME) and name[len(_IVF_NAME) :].isdigit():
-                return name, int(name[len(_IVF_NAME) :])
-            return name, int(getattr(index, "num_indexed_rows", 0) or 0)
-    return None, 0
+                found.append((int(name[len(_IVF_NAME) :]), name))
+            else:
+                found.append((int(getattr(index, "num_indexed_rows", 0) or 0), name))
+    if not found:
+        return None, 0
+    rows, name = max(found)
+    return name, rows
