@@ -20,12 +20,32 @@ def test_every_setting_has_a_description() -> None:
 
 
 def test_public_api_is_pinned() -> None:
-    assert sorted(tribal_memory.__all__) == sorted([
-        "SHARED_OWNER", "CaptureResult", "Conflict", "EmbeddingError", "EmbeddingModelMismatch",
-        "Hit", "InvalidInput", "Memory", "MemoryInput", "MemoryPatch", "MemoryService",
-        "Neighbor", "NotFound", "Relation", "SearchFilters", "SearchResult", "Settings",
-        "StoreStats", "StoreUnavailable", "TooLarge", "TribalError", "__version__",
-    ])
+    assert sorted(tribal_memory.__all__) == sorted(
+        [
+            "SHARED_OWNER",
+            "CaptureResult",
+            "Conflict",
+            "EmbeddingError",
+            "EmbeddingModelMismatch",
+            "Hit",
+            "InvalidInput",
+            "Memory",
+            "MemoryInput",
+            "MemoryPatch",
+            "MemoryService",
+            "Neighbor",
+            "NotFound",
+            "Relation",
+            "SearchFilters",
+            "SearchResult",
+            "Settings",
+            "StoreStats",
+            "StoreUnavailable",
+            "TooLarge",
+            "TribalError",
+            "__version__",
+        ]
+    )
     for name in tribal_memory.__all__:
         assert hasattr(tribal_memory, name)
 

@@ -19,8 +19,12 @@ from tribal_memory.errors import EmbeddingError
 def test_packaged_model_is_verified_and_complete(tmp_path: Path) -> None:
     directory = packaged_model_dir(tmp_path)
     assert _sha256(directory / "model.onnx") == PACKAGED_ONNX_SHA256
-    for name in ("tokenizer.json", "tokenizer_config.json", "config.json",
-                 "special_tokens_map.json"):
+    for name in (
+        "tokenizer.json",
+        "tokenizer_config.json",
+        "config.json",
+        "special_tokens_map.json",
+    ):
         assert (directory / name).is_file()
 
 

@@ -13,25 +13,32 @@ from tribal_memory.db import current_revision, head_revision, make_engine, migra
 from tribal_memory.errors import InvalidInput
 from tribal_memory.ingest.locomo import load_locomo, normalise_evidence, parse_session_date
 
-TINY = [{
-    "sample_id": "tiny-1",
-    "conversation": {
-        "speaker_a": "Ana", "speaker_b": "Ben",
-        "session_1_date_time": "1:56 pm on 8 May, 2023",
-        "session_1": [
-            {"speaker": "Ana", "dia_id": "D1:1", "text": "I adopted a cat named Miso."},
-            {"speaker": "Ben", "dia_id": "D1:2", "text": "Look!", "blip_caption": "a red kite"},
+TINY = [
+    {
+        "sample_id": "tiny-1",
+        "conversation": {
+            "speaker_a": "Ana",
+            "speaker_b": "Ben",
+            "session_1_date_time": "1:56 pm on 8 May, 2023",
+            "session_1": [
+                {"speaker": "Ana", "dia_id": "D1:1", "text": "I adopted a cat named Miso."},
+                {"speaker": "Ben", "dia_id": "D1:2", "text": "Look!", "blip_caption": "a red kite"},
+            ],
+            "session_2_date_time": "10:00 am on 9 June, 2023",
+            "session_2": [{"speaker": "Ana", "dia_id": "D2:1", "text": "Miso likes boxes."}],
+        },
+        "qa": [
+            {
+                "question": "What is Ana's cat called?",
+                "answer": "Miso",
+                "evidence": ["D1:1"],
+                "category": 4,
+            },
+            {"question": "x?", "answer": "y", "evidence": ["D1:1; D2:1"], "category": 1},
+            {"question": "adv?", "adversarial_answer": "z", "evidence": [], "category": 5},
         ],
-        "session_2_date_time": "10:00 am on 9 June, 2023",
-        "session_2": [{"speaker": "Ana", "dia_id": "D2:1", "text": "Miso likes boxes."}],
-    },
-    "qa": [
-        {"question": "What is Ana's cat called?", "answer": "Miso", "evidence": ["D1:1"],
-         "category": 4},
-        {"question": "x?", "answer": "y", "evidence": ["D1:1; D2:1"], "category": 1},
-        {"question": "adv?", "adversarial_answer": "z", "evidence": [], "category": 5},
-    ],
-}]
+    }
+]
 
 
 def test_locomo_turns_become_dated_memories(tmp_path: Path) -> None:
@@ -79,8 +86,15 @@ def test_migrations_create_every_table_and_are_idempotent(tmp_path: Path) -> Non
     assert migrate(engine) == head_revision()
     assert migrate(engine) == head_revision()
     tables = set(inspect(engine).get_table_names())
-    assert {"relations", "query_cache", "retrieval_events", "query_fact_weights",
-            "fact_anchors", "query_expansions", "documents"} <= tables
+    assert {
+        "relations",
+        "query_cache",
+        "retrieval_events",
+        "query_fact_weights",
+        "fact_anchors",
+        "query_expansions",
+        "documents",
+    } <= tables
     with engine.connect() as connection:
         assert connection.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
         assert connection.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1

@@ -40,7 +40,11 @@ def _env(**extra: str) -> dict[str, str]:
 def _start(args: list[str], port: int, log: Path, env: dict[str, str]) -> ServerProcess:
     """A process listening on ``port`` once this returns (fails the test with its log if not)."""
     process = ServerProcess(
-        args, log_path=log, port=port, env=env, health_path=None,
+        args,
+        log_path=log,
+        port=port,
+        env=env,
+        health_path=None,
         startup_timeout_s=STARTUP_TIMEOUT_S,
     )
     try:

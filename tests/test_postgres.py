@@ -84,9 +84,18 @@ def test_migrations_upgrade_to_head_on_postgresql(postgres: PostgresServer) -> N
         assert current_revision(engine) is None
         assert migrate(engine) == head_revision()
         assert migrate(engine) == head_revision()  # idempotent
-        assert {"relations", "query_cache", "retrieval_events", "query_fact_weights",
-                "fact_anchors", "query_expansions", "owner_variants", "api_keys",
-                "documents", "learned_generations"} <= set(inspect(engine).get_table_names())
+        assert {
+            "relations",
+            "query_cache",
+            "retrieval_events",
+            "query_fact_weights",
+            "fact_anchors",
+            "query_expansions",
+            "owner_variants",
+            "api_keys",
+            "documents",
+            "learned_generations",
+        } <= set(inspect(engine).get_table_names())
         with engine.connect() as connection:
             assert compare_metadata(MigrationContext.configure(connection), Base.metadata) == []
             assert connection.execute(text("SHOW timezone")).scalar() == "UTC"
@@ -110,8 +119,13 @@ def test_generation_triggers_count_every_change(postgres_url: str) -> None:
             for owner, key in (("ann", "a"), ("ann", "b"), ("bob", "a")):
                 connection.execute(
                     QueryCacheRow.__table__.insert().values(
-                        owner=owner, query_key=key, query_text=key, memory_ids=[], hits=[],
-                        success_count=0, failure_count=0,
+                        owner=owner,
+                        query_key=key,
+                        query_text=key,
+                        memory_ids=[],
+                        hits=[],
+                        success_count=0,
+                        failure_count=0,
                     )
                 )
             connection.execute(text("UPDATE query_cache SET success_count = 1 WHERE owner = 'ann'"))
@@ -154,9 +168,10 @@ def test_capture_search_feedback_and_cache_on_postgresql(
 ) -> None:
     with MemoryService(pg_settings, embedder=embedder) as service:
         assert service.db.engine.dialect.name == "postgresql"
-        ids = [r.memory.memory_id for r in service.capture_batch(
-            [MemoryInput(fact, owner="ann") for fact in FACTS]
-        )]
+        ids = [
+            r.memory.memory_id
+            for r in service.capture_batch([MemoryInput(fact, owner="ann") for fact in FACTS])
+        ]
         assert service.capture(MemoryInput(FACTS[0], owner="ann")).status == "exists"
         billing = ids[0]
         plain = service.search(QUERY, filters=ANN, k=3)
@@ -203,9 +218,10 @@ def test_backup_of_a_postgresql_instance_is_a_sqlite_data_dir(
     pg_settings: Settings, embedder: FastEmbedEmbedder, tmp_path: Path
 ) -> None:
     with MemoryService(pg_settings, embedder=embedder) as service:
-        ids = [r.memory.memory_id for r in service.capture_batch(
-            [MemoryInput(fact, owner="ann") for fact in FACTS]
-        )]
+        ids = [
+            r.memory.memory_id
+            for r in service.capture_batch([MemoryInput(fact, owner="ann") for fact in FACTS])
+        ]
         _feedback_rounds(service, ids[0])
         service.relate(ids[0], ids[1], "supports")
         report = create_backup(pg_settings, tmp_path / "backup")
@@ -227,9 +243,10 @@ def test_a_second_process_sees_learned_changes_at_once(
         MemoryService(pg_settings, embedder=embedder) as a,
         MemoryService(pg_settings, embedder=embedder) as b,
     ):
-        ids = [r.memory.memory_id for r in a.capture_batch(
-            [MemoryInput(fact, owner="ann") for fact in FACTS]
-        )]
+        ids = [
+            r.memory.memory_id
+            for r in a.capture_batch([MemoryInput(fact, owner="ann") for fact in FACTS])
+        ]
         b.store.refresh()
         assert b.retriever.cache.past_queries("ann") is None  # cached: nothing yet
         assert b.retriever.anchors.active_count() == 0
@@ -440,8 +457,10 @@ def test_replicas_share_writes_feedback_and_deletes(
     assert not _search(b, QUERY)["cached"]
     assert b.get(f"/v1/memories/{billing}/anchors").status_code in (200, 404)
     seen["delete on A, gone on B"] = _until(
-        lambda: b.get(f"/v1/memories/{billing}").status_code == 404
-        and billing not in _hit_ids(_search(b, QUERY)),
+        lambda: (
+            b.get(f"/v1/memories/{billing}").status_code == 404
+            and billing not in _hit_ids(_search(b, QUERY))
+        ),
         bound,
         "delete on A visible on B",
     )

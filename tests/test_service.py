@@ -23,11 +23,16 @@ from tribal_memory.tables import FactAnchorRow, QueryCacheRow, QueryFactWeightRo
 
 FACTS = [
     MemoryInput("Alice prefers green tea over coffee", owner="alice", tags=("preference",)),
-    MemoryInput("The staging deploy failed because the DNS record expired", owner="shared",
-                tags=("ops",)),
+    MemoryInput(
+        "The staging deploy failed because the DNS record expired", owner="shared", tags=("ops",)
+    ),
     MemoryInput("Bob's daughter is called Maya and she is seven", owner="bob", tags=("people",)),
-    MemoryInput("We decided to use PostgreSQL for the billing service", owner="alice",
-                tags=("decision",), event_time=datetime(2024, 3, 1, tzinfo=UTC)),
+    MemoryInput(
+        "We decided to use PostgreSQL for the billing service",
+        owner="alice",
+        tags=("decision",),
+        event_time=datetime(2024, 3, 1, tzinfo=UTC),
+    ),
 ]
 
 
@@ -114,13 +119,15 @@ def test_bm25_carries_rare_names(service: MemoryService) -> None:
 
 def test_owner_filter_sees_own_and_shared_only(service: MemoryService) -> None:
     service.capture_batch(FACTS)
-    result = service.search("daughter deploy tea billing", k=10,
-                            filters=SearchFilters(owner="alice"))
+    result = service.search(
+        "daughter deploy tea billing", k=10, filters=SearchFilters(owner="alice")
+    )
     owners = {h.memory.owner for h in result.hits}
     assert owners <= {"alice", "shared"}
     assert "shared" in owners
-    private = service.search("daughter", k=10,
-                             filters=SearchFilters(owner="alice", include_shared=False))
+    private = service.search(
+        "daughter", k=10, filters=SearchFilters(owner="alice", include_shared=False)
+    )
     assert {h.memory.owner for h in private.hits} == {"alice"}
 
 
@@ -128,8 +135,9 @@ def test_tag_kind_source_and_time_filters(service: MemoryService) -> None:
     service.capture_batch(FACTS)
     tagged = service.search("anything at all", k=10, filters=SearchFilters(tags=("ops", "people")))
     assert {h.memory.owner for h in tagged.hits} == {"shared", "bob"}
-    since = service.search("database decision", k=10,
-                           filters=SearchFilters(until=datetime(2025, 1, 1, tzinfo=UTC)))
+    since = service.search(
+        "database decision", k=10, filters=SearchFilters(until=datetime(2025, 1, 1, tzinfo=UTC))
+    )
     assert [h.memory.content for h in since.hits] == [FACTS[3].content]
     none = service.search("tea", k=10, filters=SearchFilters(kinds=("chunk",)))
     assert none.hits == ()
@@ -150,8 +158,9 @@ def test_get_update_delete(service: MemoryService) -> None:
     assert service.get(memory.memory_id) == memory
     with pytest.raises(NotFound):
         service.get(memory.memory_id, owner="bob")
-    updated = service.update(memory.memory_id, MemoryPatch(content="Alice now drinks oolong",
-                                                           tags=("preference", "tea")))
+    updated = service.update(
+        memory.memory_id, MemoryPatch(content="Alice now drinks oolong", tags=("preference", "tea"))
+    )
     assert updated.memory_id == memory.memory_id
     assert updated.updated_at > memory.updated_at
     assert service.search("oolong", k=1, mode="vector").hits[0].memory.content == (
@@ -202,12 +211,24 @@ def test_delete_cascades_to_relations_and_learned_rows(service: MemoryService) -
     a, b, *_ = (r.memory for r in service.capture_batch(FACTS))
     service.relate(a.memory_id, b.memory_id, "related")
     with service.db.session() as session:
-        session.add(QueryCacheRow(owner="alice", query_key="drink like", query_text="q",
-                                  memory_ids=[a.memory_id, b.memory_id]))
-        session.add(QueryCacheRow(owner="alice", query_key="deploy", query_text="q",
-                                  memory_ids=[b.memory_id]))
-        session.add(QueryFactWeightRow(owner="alice", query_key="drink like",
-                                       memory_id=a.memory_id, weight=0.5))
+        session.add(
+            QueryCacheRow(
+                owner="alice",
+                query_key="drink like",
+                query_text="q",
+                memory_ids=[a.memory_id, b.memory_id],
+            )
+        )
+        session.add(
+            QueryCacheRow(
+                owner="alice", query_key="deploy", query_text="q", memory_ids=[b.memory_id]
+            )
+        )
+        session.add(
+            QueryFactWeightRow(
+                owner="alice", query_key="drink like", memory_id=a.memory_id, weight=0.5
+            )
+        )
         session.add(FactAnchorRow(memory_id=a.memory_id, anchor_text="what does alice drink"))
     service.delete(a.memory_id)
     assert service.stats().relations == 0

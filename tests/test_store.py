@@ -12,7 +12,8 @@ from lancedb.index import IvfFlat
 
 from tribal_memory.errors import EmbeddingModelMismatch
 from tribal_memory.models import Memory, SearchFilters
-from tribal_memory.store.lancedb import LanceMemoryStore, filter_sql
+from tribal_memory.store.lance_rows import filter_sql
+from tribal_memory.store.lancedb import LanceMemoryStore
 
 
 def _memory(memory_id: str, content: str, owner: str = "o") -> Memory:

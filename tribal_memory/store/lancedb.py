@@ -16,20 +16,18 @@ query can run while the caller embeds the query text.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import threading
 import time
-from collections.abc import Awaitable, Coroutine, Iterable, Iterator, Sequence
+from collections.abc import Awaitable, Iterable, Iterator, Sequence
 from concurrent.futures import Future
-from datetime import UTC, datetime, timedelta
-from typing import Any, TypeVar
+from datetime import timedelta
+from typing import TypeVar
 
 import lancedb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from lancedb.arrow import AsyncRecordBatchReader
 from lancedb.index import FTS, Bitmap, BTree, IndexConfig, IvfFlat
 from lancedb.query import AsyncVectorQuery, MatchQuery
 from lancedb.table import AsyncTable
@@ -40,31 +38,26 @@ from tribal_memory.errors import (
     InvalidInput,
     NotFound,
     StoreUnavailable,
-    TribalError,
 )
-from tribal_memory.models import SHARED_OWNER, Memory, SearchFilters
+from tribal_memory.models import Memory, SearchFilters
 from tribal_memory.store.base import ScoredMemory
+from tribal_memory.store.event_loop import next_batch, shared_event_loop, translated
+from tribal_memory.store.lance_rows import (
+    COLUMNS,
+    DIM_KEY,
+    MODEL_KEY,
+    filter_sql,
+    in_list,
+    nearest_rows,
+    quote,
+    scored,
+    table_schema,
+    to_memory,
+    to_row,
+)
 from tribal_memory.store.recent import RecentRows, better, nearest_in, owners_only
 
 TABLE = "memories"
-MODEL_KEY = b"tribal.embedding_model"
-DIM_KEY = b"tribal.embedding_dim"
-_COLUMNS = (
-    "memory_id",
-    "content",
-    "owner",
-    "kind",
-    "tags",
-    "source",
-    "doc_id",
-    "chunk_index",
-    "parent_id",
-    "created_at",
-    "updated_at",
-    "event_time",
-    "anchor_text",
-    "metadata",
-)
 _T = TypeVar("_T")
 logger = logging.getLogger("tribal_memory.store")
 _EXACT_MAX_ROWS = 300
@@ -81,178 +74,11 @@ _RETRAIN_GROWTH = 1.25
 """Growth since training after which extra segments make ``optimize()`` rebuild the index."""
 
 
-def _schema(model_id: str, dim: int) -> pa.Schema:
-    ts = pa.timestamp("us", tz="UTC")
-    return pa.schema(
-        [
-            pa.field("memory_id", pa.string(), nullable=False),
-            pa.field("content", pa.string(), nullable=False),
-            pa.field("owner", pa.string(), nullable=False),
-            pa.field("kind", pa.string(), nullable=False),
-            pa.field("tags", pa.list_(pa.string())),
-            pa.field("source", pa.string()),
-            pa.field("doc_id", pa.string()),
-            pa.field("chunk_index", pa.int32()),
-            pa.field("parent_id", pa.string()),
-            pa.field("created_at", ts, nullable=False),
-            pa.field("updated_at", ts, nullable=False),
-            pa.field("event_time", ts),
-            pa.field("anchor_text", pa.string()),
-            pa.field("metadata", pa.string()),
-            pa.field("vector", pa.list_(pa.float32(), dim)),
-        ],
-        metadata={MODEL_KEY: model_id.encode(), DIM_KEY: str(dim).encode()},
-    )
-
-
-def _quote(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
-
-
-def _in_list(values: Sequence[str]) -> str:
-    return ", ".join(_quote(v) for v in values)
-
-
-def _timestamp(value: datetime) -> str:
-    if value.tzinfo is None:
-        raise InvalidInput("time filters need a timezone (e.g. 2024-01-01T00:00:00Z)")
-    try:
-        utc = value.astimezone(UTC)
-    except OverflowError as exc:  # e.g. 0001-01-01T00:00:00+01:00 is before year 1 in UTC
-        raise InvalidInput(f"time filter {value.isoformat()} is out of range") from exc
-    # The year zero-padded: strftime("%Y") writes year 999 as "999", which LanceDB rejects.
-    return "TIMESTAMP " + _quote(f"{utc.year:04d}-{utc:%m-%dT%H:%M:%S.%f}Z")
-
-
-def filter_sql(filters: SearchFilters) -> str | None:
-    """The SQL ``WHERE`` clause (DataFusion dialect) for ``filters``, or None for no filter."""
-    clauses: list[str] = []
-    if filters.owner is not None:
-        owners = [filters.owner]
-        if filters.include_shared and filters.owner != SHARED_OWNER:
-            owners.append(SHARED_OWNER)
-        clauses.append(f"owner IN ({_in_list(owners)})")
-    if filters.tags:
-        clauses.append(f"array_has_any(tags, [{_in_list(filters.tags)}])")
-    if filters.kinds:
-        clauses.append(f"kind IN ({_in_list(filters.kinds)})")
-    if filters.sources:
-        clauses.append(f"source IN ({_in_list(filters.sources)})")
-    if filters.since is not None:
-        clauses.append(f"coalesce(event_time, created_at) >= {_timestamp(filters.since)}")
-    if filters.until is not None:
-        clauses.append(f"coalesce(event_time, created_at) <= {_timestamp(filters.until)}")
-    return " AND ".join(clauses) if clauses else None
-
-
-def _to_row(memory: Memory, vector: Vector) -> dict[str, Any]:
-    return {
-        "memory_id": memory.memory_id,
-        "content": memory.content,
-        "owner": memory.owner,
-        "kind": memory.kind,
-        "tags": list(memory.tags),
-        "source": memory.source,
-        "doc_id": memory.doc_id,
-        "chunk_index": memory.chunk_index,
-        "parent_id": memory.parent_id,
-        "created_at": memory.created_at,
-        "updated_at": memory.updated_at,
-        "event_time": memory.event_time,
-        "anchor_text": memory.anchor_text,
-        "metadata": json.dumps(memory.metadata, sort_keys=True),
-        "vector": np.asarray(vector, dtype=np.float32).tolist(),
-    }
-
-
-def _utc(value: datetime | None) -> datetime | None:
-    return None if value is None else value.astimezone(UTC)
-
-
-def _to_memory(row: dict[str, Any]) -> Memory:
-    created = _utc(row["created_at"])
-    updated = _utc(row["updated_at"])
-    assert created is not None and updated is not None  # non-nullable columns
-    return Memory(
-        memory_id=row["memory_id"],
-        content=row["content"],
-        owner=row["owner"],
-        kind=row["kind"],
-        tags=tuple(row["tags"] or ()),
-        source=row["source"],
-        doc_id=row["doc_id"],
-        chunk_index=row["chunk_index"],
-        parent_id=row["parent_id"],
-        created_at=created,
-        updated_at=updated,
-        event_time=_utc(row["event_time"]),
-        anchor_text=row["anchor_text"] or "",
-        metadata=json.loads(row["metadata"]) if row["metadata"] not in (None, "{}") else {},
-    )
-
-
-class _EventLoop:
-    """One asyncio event loop on a daemon thread; every LanceDB call of the stores runs on it.
-
-    LanceDB's async API answers a query in one await, where its sync wrapper
-    hands each batch across threads; and two queries submitted together (the
-    vector and BM25 halves of a hybrid search) run at the same time.
-    """
-
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(
-            target=self.loop.run_forever, name="tribal-memory-lancedb", daemon=True
-        )
-        self.thread.start()
-
-    def submit(self, coroutine: Coroutine[Any, Any, _T]) -> Future[_T]:
-        """Schedule ``coroutine``; its result (or exception) arrives in the future."""
-        return asyncio.run_coroutine_threadsafe(coroutine, self.loop)
-
-
-_LOOP: _EventLoop | None = None
-_LOOP_LOCK = threading.Lock()
-
-
-def _event_loop() -> _EventLoop:
-    global _LOOP
-    with _LOOP_LOCK:
-        if _LOOP is None:
-            _LOOP = _EventLoop()
-        return _LOOP
-
-
-async def _translated(action: str, awaitable: Awaitable[_T]) -> _T:
-    """Await ``awaitable``; LanceDB/Arrow errors become :class:`StoreUnavailable` (ours pass)."""
-    try:
-        return await awaitable
-    except TribalError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - lancedb raises ValueError/OSError/RuntimeError/...
-        raise StoreUnavailable(f"memory store {action} failed: {exc}") from exc
-
-
-def _rows(table: pa.Table) -> list[dict[str, Any]]:
-    """The memory columns of ``table`` as row dicts (converted column by column: faster)."""
-    columns = [table.column(name).to_pylist() for name in _COLUMNS]
-    return [dict(zip(_COLUMNS, values, strict=True)) for values in zip(*columns, strict=True)]
-
-
-def _scored(table: pa.Table, score_column: str, *, distance: bool) -> list[ScoredMemory]:
-    scores = table.column(score_column).to_pylist()
-    rows = _rows(table)
-    return [
-        ScoredMemory(_to_memory(row), 1.0 - float(score) if distance else float(score))
-        for row, score in zip(rows, scores, strict=True)
-    ]
-
-
 class LanceMemoryStore:
     """:class:`~tribal_memory.store.base.MemoryStore` over a local (or object-store) LanceDB.
 
     Every call goes through LanceDB's async API on one shared background event
-    loop (:class:`_EventLoop`); methods block until their result is in, except
+    loop (:class:`EventLoop`); methods block until their result is in, except
     :meth:`start_text_search`, which returns at once.
 
     Args:
@@ -307,7 +133,7 @@ class LanceMemoryStore:
         self._index_checked_at = time.monotonic()
         self._ann_trained_rows = 0
         self._recent = RecentRows()
-        self._loop = _event_loop()
+        self._loop = shared_event_loop()
         session = lancedb.Session(
             index_cache_size_bytes=index_cache_mb * 1024**2,
             metadata_cache_size_bytes=index_cache_mb * 1024**2 // 4,
@@ -315,7 +141,7 @@ class LanceMemoryStore:
         self._table: AsyncTable = self._run("open", self._open(uri, read_consistency_s, session))
 
     def _run(self, action: str, awaitable: Awaitable[_T]) -> _T:
-        return self._loop.submit(_translated(action, awaitable)).result()
+        return self._loop.submit(translated(action, awaitable)).result()
 
     async def _open(
         self, uri: str, read_consistency_s: float, session: lancedb.Session
@@ -327,7 +153,7 @@ class LanceMemoryStore:
             table = await db.open_table(TABLE)
         else:
             table = await db.create_table(
-                TABLE, schema=_schema(self.model_id, self.dim), exist_ok=True
+                TABLE, schema=table_schema(self.model_id, self.dim), exist_ok=True
             )
         self._check_model(await table.schema())
         indices = await table.list_indices()
@@ -374,7 +200,7 @@ class LanceMemoryStore:
             raise InvalidInput(
                 f"expected vectors of shape ({len(memories)}, {self.dim}), got {vectors.shape}"
             )
-        rows = [_to_row(m, v) for m, v in zip(memories, vectors, strict=True)]
+        rows = [to_row(m, v) for m, v in zip(memories, vectors, strict=True)]
         with self._write_lock:
             self._run("write", self._table.add(rows))
             self._rows_since_optimize += len(rows)
@@ -391,18 +217,18 @@ class LanceMemoryStore:
 
     async def _replace(self, memory: Memory, vector: Vector | None) -> Vector:
         if vector is None:
-            where = f"memory_id = {_quote(memory.memory_id)}"
+            where = f"memory_id = {quote(memory.memory_id)}"
             stored = await self._table.query().where(where).select(["vector"]).to_arrow()
             if not stored.num_rows:
                 raise NotFound(f"no memory with id {memory.memory_id}")
             vector = np.asarray(stored.column("vector")[0].as_py(), dtype=np.float32)
         builder = self._table.merge_insert("memory_id").when_matched_update_all()
-        await builder.execute([_to_row(memory, vector)])
+        await builder.execute([to_row(memory, vector)])
         return vector
 
     def set_anchor_text(self, memory_id: str, anchor_text: str) -> bool:
         """See :meth:`MemoryStore.set_anchor_text`."""
-        where = f"memory_id = {_quote(memory_id)}"
+        where = f"memory_id = {quote(memory_id)}"
         with self._write_lock:
             # The update rewrites the row outside the IVF index: keep its vector (see RecentRows).
             query = self._table.query().where(where).select(["owner", "vector"])
@@ -419,7 +245,7 @@ class LanceMemoryStore:
         """See :meth:`MemoryStore.delete`."""
         if not memory_ids:
             return 0
-        where = f"memory_id IN ({_in_list(memory_ids)})"
+        where = f"memory_id IN ({in_list(memory_ids)})"
         with self._write_lock:
             existing = int(self._run("delete", self._table.count_rows(where)))
             if existing:
@@ -434,9 +260,9 @@ class LanceMemoryStore:
         """See :meth:`MemoryStore.get`."""
         if not memory_ids:
             return {}
-        query = self._table.query().where(f"memory_id IN ({_in_list(memory_ids)})")
-        rows = self._run("read", query.select(list(_COLUMNS)).to_list())
-        return {row["memory_id"]: _to_memory(row) for row in rows}
+        query = self._table.query().where(f"memory_id IN ({in_list(memory_ids)})")
+        rows = self._run("read", query.select(list(COLUMNS)).to_list())
+        return {row["memory_id"]: to_memory(row) for row in rows}
 
     def _vector_query(
         self, vector: Vector, where: str | None, k: int, *, exact: bool
@@ -446,7 +272,7 @@ class LanceMemoryStore:
             .nearest_to(np.asarray(vector, dtype=np.float32))
             .column("vector")
             .distance_type("cosine")
-            .select([*_COLUMNS, "_distance"])
+            .select([*COLUMNS, "_distance"])
             .limit(k)
         )
         if exact:
@@ -501,7 +327,7 @@ class LanceMemoryStore:
             indexed = not exact and await self._use_index(where, passing)
             return await self._vector_query(vector, where, k, exact=not indexed).to_arrow()
 
-        return _scored(self._run("vector search", search()), "_distance", distance=True)
+        return scored(self._run("vector search", search()), "_distance", distance=True)
 
     def nearest(
         self, groups: Sequence[tuple[Vector, SearchFilters]]
@@ -528,7 +354,7 @@ class LanceMemoryStore:
         tables = self._run("vector search", search_all())
         answers: list[list[tuple[str, float] | None]] = []
         for table, (vectors, filters) in zip(tables, groups, strict=True):
-            found = _nearest_rows(table, len(vectors))
+            found = nearest_rows(table, len(vectors))
             owners = owners_only(filters)
             if recent is not None and owners is not None and len(vectors) > 0:
                 ids, matrix = recent.matrices(owners)
@@ -581,23 +407,23 @@ class LanceMemoryStore:
         """See :meth:`MemoryStore.score_ids`."""
         if not memory_ids:
             return []
-        where = f"memory_id IN ({_in_list(memory_ids)})"
+        where = f"memory_id IN ({in_list(memory_ids)})"
         extra = filter_sql(filters)
         if extra:
             where = f"({where}) AND ({extra})"
         query = self._vector_query(vector, where, len(memory_ids), exact=True)
-        return _scored(self._run("vector search", query.to_arrow()), "_distance", distance=True)
+        return scored(self._run("vector search", query.to_arrow()), "_distance", distance=True)
 
     async def _text_search(self, query: str, where: str | None, k: int) -> list[ScoredMemory]:
         builder = (
             self._table.query()
             .nearest_to_text(MatchQuery(query, "content"))  # type: ignore[call-arg]
-            .select([*_COLUMNS, "_score"])
+            .select([*COLUMNS, "_score"])
             .limit(k)
         )
         if where:
             builder = builder.where(where)
-        return _scored(await builder.to_arrow(), "_score", distance=False)
+        return scored(await builder.to_arrow(), "_score", distance=False)
 
     def text_search(self, query: str, filters: SearchFilters, k: int) -> list[ScoredMemory]:
         """See :meth:`MemoryStore.text_search`. Scores are raw BM25 (>= 0)."""
@@ -612,15 +438,15 @@ class LanceMemoryStore:
             done.set_result([])
             return done
         search = self._text_search(query, filter_sql(filters), k)
-        return self._loop.submit(_translated("full-text search", search))
+        return self._loop.submit(translated("full-text search", search))
 
     def select(self, filters: SearchFilters, limit: int) -> list[Memory]:
         """See :meth:`MemoryStore.select`."""
         where = filter_sql(filters)
-        query = self._table.query().select(list(_COLUMNS)).limit(limit)
+        query = self._table.query().select(list(COLUMNS)).limit(limit)
         if where:
             query = query.where(where)
-        return [_to_memory(row) for row in self._run("read", query.to_list())]
+        return [to_memory(row) for row in self._run("read", query.to_list())]
 
     def count(self, filters: SearchFilters | None = None) -> int:
         """See :meth:`MemoryStore.count`."""
@@ -633,7 +459,7 @@ class LanceMemoryStore:
         async def count() -> int:
             return int(await self._table.count_rows(where))
 
-        return self._loop.submit(_translated("count", count()))
+        return self._loop.submit(translated("count", count()))
 
     def scan(
         self, filters: SearchFilters | None = None, *, batch_size: int = 512
@@ -642,16 +468,16 @@ class LanceMemoryStore:
         if batch_size < 1:
             raise InvalidInput("batch_size must be at least 1")
         where = filter_sql(filters) if filters is not None else None
-        query = self._table.query().select([*_COLUMNS, "vector"])
+        query = self._table.query().select([*COLUMNS, "vector"])
         if where:
             query = query.where(where)
         reader = self._run("scan", query.to_batches(max_batch_length=batch_size))
-        while (batch := self._run("scan", _next_batch(reader))) is not None:
+        while (batch := self._run("scan", next_batch(reader))) is not None:
             if not batch.num_rows:
                 continue
             flat = batch.column("vector").flatten().to_numpy(zero_copy_only=False)
             vectors = np.asarray(flat, dtype=np.float32).reshape(batch.num_rows, self.dim)
-            memories = [_to_memory(row) for row in batch.select(list(_COLUMNS)).to_pylist()]
+            memories = [to_memory(row) for row in batch.select(list(COLUMNS)).to_pylist()]
             yield memories, vectors
 
     def memory_ids(self) -> list[str]:
@@ -770,30 +596,6 @@ class LanceMemoryStore:
         if stats is None or not stats.num_unindexed_rows:
             return False
         return int(getattr(stats, "num_indices", 1) or 1) >= _IVF_MAX_SEGMENTS
-
-
-def _nearest_rows(table: pa.Table | None, rows: int) -> list[tuple[str, float] | None]:
-    """Per query row, (memory_id, cosine similarity) from a ``limit(1)`` multi-vector answer."""
-    found: list[tuple[str, float] | None] = [None] * rows
-    if table is None:
-        return found
-    positions = (
-        table.column("query_index").to_pylist()
-        if "query_index" in table.column_names
-        else [0] * table.num_rows
-    )
-    ids = table.column("memory_id").to_pylist()
-    distances = table.column("_distance").to_pylist()
-    for position, memory_id, distance in zip(positions, ids, distances, strict=True):
-        found[int(position)] = (str(memory_id), 1.0 - float(distance))
-    return found
-
-
-async def _next_batch(reader: AsyncRecordBatchReader) -> pa.RecordBatch | None:
-    try:
-        return await reader.__anext__()
-    except StopAsyncIteration:
-        return None
 
 
 def _has(indices: Iterable[IndexConfig], index_type: str) -> bool:

@@ -1,0 +1,198 @@
+"""Rows of the LanceDB ``memories`` table: schema, conversions, SQL filters.
+
+A memory is one row: its fields, ``metadata`` as JSON text and the vector.
+:func:`filter_sql` turns :class:`~tribal_memory.models.SearchFilters` into a
+DataFusion ``WHERE`` clause.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from tribal_memory.embeddings.base import Vector
+from tribal_memory.errors import InvalidInput
+from tribal_memory.models import SHARED_OWNER, Memory, SearchFilters
+from tribal_memory.store.base import ScoredMemory
+
+MODEL_KEY = b"tribal.embedding_model"
+DIM_KEY = b"tribal.embedding_dim"
+COLUMNS = (
+    "memory_id",
+    "content",
+    "owner",
+    "kind",
+    "tags",
+    "source",
+    "doc_id",
+    "chunk_index",
+    "parent_id",
+    "created_at",
+    "updated_at",
+    "event_time",
+    "anchor_text",
+    "metadata",
+)
+
+
+def table_schema(model_id: str, dim: int) -> pa.Schema:
+    """The table's Arrow schema; ``model_id`` and ``dim`` are recorded in its metadata."""
+    ts = pa.timestamp("us", tz="UTC")
+    return pa.schema(
+        [
+            pa.field("memory_id", pa.string(), nullable=False),
+            pa.field("content", pa.string(), nullable=False),
+            pa.field("owner", pa.string(), nullable=False),
+            pa.field("kind", pa.string(), nullable=False),
+            pa.field("tags", pa.list_(pa.string())),
+            pa.field("source", pa.string()),
+            pa.field("doc_id", pa.string()),
+            pa.field("chunk_index", pa.int32()),
+            pa.field("parent_id", pa.string()),
+            pa.field("created_at", ts, nullable=False),
+            pa.field("updated_at", ts, nullable=False),
+            pa.field("event_time", ts),
+            pa.field("anchor_text", pa.string()),
+            pa.field("metadata", pa.string()),
+            pa.field("vector", pa.list_(pa.float32(), dim)),
+        ],
+        metadata={MODEL_KEY: model_id.encode(), DIM_KEY: str(dim).encode()},
+    )
+
+
+def quote(value: str) -> str:
+    """``value`` as a SQL string literal (single quotes doubled)."""
+    return "'" + value.replace("'", "''") + "'"
+
+
+def in_list(values: Sequence[str]) -> str:
+    """``values`` as the inside of a SQL ``IN (...)`` list of string literals."""
+    return ", ".join(quote(v) for v in values)
+
+
+def timestamp_sql(value: datetime) -> str:
+    """``value`` as a SQL UTC timestamp literal.
+
+    Raises:
+        InvalidInput: ``value`` has no time zone or is out of range in UTC.
+    """
+    if value.tzinfo is None:
+        raise InvalidInput("time filters need a timezone (e.g. 2024-01-01T00:00:00Z)")
+    try:
+        utc = value.astimezone(UTC)
+    except OverflowError as exc:  # e.g. 0001-01-01T00:00:00+01:00 is before year 1 in UTC
+        raise InvalidInput(f"time filter {value.isoformat()} is out of range") from exc
+    # The year zero-padded: strftime("%Y") writes year 999 as "999", which LanceDB rejects.
+    return "TIMESTAMP " + quote(f"{utc.year:04d}-{utc:%m-%dT%H:%M:%S.%f}Z")
+
+
+def filter_sql(filters: SearchFilters) -> str | None:
+    """The SQL ``WHERE`` clause (DataFusion dialect) for ``filters``, or None for no filter."""
+    clauses: list[str] = []
+    if filters.owner is not None:
+        owners = [filters.owner]
+        if filters.include_shared and filters.owner != SHARED_OWNER:
+            owners.append(SHARED_OWNER)
+        clauses.append(f"owner IN ({in_list(owners)})")
+    if filters.tags:
+        clauses.append(f"array_has_any(tags, [{in_list(filters.tags)}])")
+    if filters.kinds:
+        clauses.append(f"kind IN ({in_list(filters.kinds)})")
+    if filters.sources:
+        clauses.append(f"source IN ({in_list(filters.sources)})")
+    if filters.since is not None:
+        clauses.append(f"coalesce(event_time, created_at) >= {timestamp_sql(filters.since)}")
+    if filters.until is not None:
+        clauses.append(f"coalesce(event_time, created_at) <= {timestamp_sql(filters.until)}")
+    return " AND ".join(clauses) if clauses else None
+
+
+def to_row(memory: Memory, vector: Vector) -> dict[str, Any]:
+    """The table row of ``memory`` with its vector (``(dim,)``)."""
+    return {
+        "memory_id": memory.memory_id,
+        "content": memory.content,
+        "owner": memory.owner,
+        "kind": memory.kind,
+        "tags": list(memory.tags),
+        "source": memory.source,
+        "doc_id": memory.doc_id,
+        "chunk_index": memory.chunk_index,
+        "parent_id": memory.parent_id,
+        "created_at": memory.created_at,
+        "updated_at": memory.updated_at,
+        "event_time": memory.event_time,
+        "anchor_text": memory.anchor_text,
+        "metadata": json.dumps(memory.metadata, sort_keys=True),
+        "vector": np.asarray(vector, dtype=np.float32).tolist(),
+    }
+
+
+def as_utc(value: datetime | None) -> datetime | None:
+    """``value`` in UTC (None stays None)."""
+    return None if value is None else value.astimezone(UTC)
+
+
+def to_memory(row: dict[str, Any]) -> Memory:
+    """The :class:`Memory` of a table row (timestamps in UTC, metadata parsed)."""
+    created = as_utc(row["created_at"])
+    updated = as_utc(row["updated_at"])
+    assert created is not None and updated is not None  # non-nullable columns
+    return Memory(
+        memory_id=row["memory_id"],
+        content=row["content"],
+        owner=row["owner"],
+        kind=row["kind"],
+        tags=tuple(row["tags"] or ()),
+        source=row["source"],
+        doc_id=row["doc_id"],
+        chunk_index=row["chunk_index"],
+        parent_id=row["parent_id"],
+        created_at=created,
+        updated_at=updated,
+        event_time=as_utc(row["event_time"]),
+        anchor_text=row["anchor_text"] or "",
+        metadata=json.loads(row["metadata"]) if row["metadata"] not in (None, "{}") else {},
+    )
+
+
+def memory_rows(table: pa.Table) -> list[dict[str, Any]]:
+    """The memory columns of ``table`` as row dicts (converted column by column: faster)."""
+    columns = [table.column(name).to_pylist() for name in COLUMNS]
+    return [dict(zip(COLUMNS, values, strict=True)) for values in zip(*columns, strict=True)]
+
+
+def scored(table: pa.Table, score_column: str, *, distance: bool) -> list[ScoredMemory]:
+    """Memories of a query answer with their scores, in answer order.
+
+    ``distance``: ``score_column`` holds cosine distance, turned into
+    similarity (``1 - distance``); else it is used as it is (BM25).
+    """
+    scores = table.column(score_column).to_pylist()
+    rows = memory_rows(table)
+    return [
+        ScoredMemory(to_memory(row), 1.0 - float(score) if distance else float(score))
+        for row, score in zip(rows, scores, strict=True)
+    ]
+
+
+def nearest_rows(table: pa.Table | None, rows: int) -> list[tuple[str, float] | None]:
+    """Per query row, (memory_id, cosine similarity) from a ``limit(1)`` multi-vector answer."""
+    found: list[tuple[str, float] | None] = [None] * rows
+    if table is None:
+        return found
+    positions = (
+        table.column("query_index").to_pylist()
+        if "query_index" in table.column_names
+        else [0] * table.num_rows
+    )
+    ids = table.column("memory_id").to_pylist()
+    distances = table.column("_distance").to_pylist()
+    for position, memory_id, distance in zip(positions, ids, distances, strict=True):
+        found[int(position)] = (str(memory_id), 1.0 - float(distance))
+    return found
