@@ -46,12 +46,12 @@ from tribal_memory.models import (
     memory_id_for,
 )
 from tribal_memory.tables import DocumentRow
+from tribal_memory.validation import check_owner
 
 if TYPE_CHECKING:
     from tribal_memory.service import MemoryService
 
 MAX_PATH_CHARS = 1024
-_MAX_OWNER_CHARS = 128
 _CAPTURE_BATCH = 64
 _LIKE_SLICE = 200
 CHUNKER_VERSION = 1
@@ -120,13 +120,6 @@ class DocumentIndex:
             raise InvalidInput(f"path must be at most {MAX_PATH_CHARS} characters, without NUL")
         return path
 
-    @staticmethod
-    def _check_owner(owner: str) -> str:
-        owner = owner.strip()
-        if not owner or len(owner) > _MAX_OWNER_CHARS:
-            raise InvalidInput(f"owner must be 1 to {_MAX_OWNER_CHARS} characters")
-        return owner
-
     # -- ingest -----------------------------------------------------------------
 
     def ingest(self, path: str, data: bytes, *, owner: str) -> DocumentResult:
@@ -153,7 +146,7 @@ class DocumentIndex:
         """
         settings = self._service.settings
         path = self._check_path(path)
-        owner = self._check_owner(owner)
+        owner = check_owner(owner)
         fmt = document_format(path)
         if len(data) > settings.max_document_bytes:
             raise TooLarge(

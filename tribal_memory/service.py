@@ -28,7 +28,6 @@ from tribal_memory.learned.layer import Retriever, event_results, scope_of
 from tribal_memory.learned.stats import Bucket, RetrievalStats, retrieval_stats
 from tribal_memory.maintenance import ConsistencyReport, check_consistency, prune_orphans
 from tribal_memory.models import (
-    MEMORY_KINDS,
     SHARED_OWNER,
     Anchor,
     CaptureResult,
@@ -47,12 +46,19 @@ from tribal_memory.models import (
     Variant,
     memory_id_for,
 )
+from tribal_memory.near_duplicates import find_near_duplicates
 from tribal_memory.store.lancedb import LanceMemoryStore
 from tribal_memory.transfer import ImportResult, Source, export_lines, import_source
+from tribal_memory.validation import (
+    check_content,
+    check_k,
+    check_kind,
+    check_owner,
+    check_tags,
+    validated_memory,
+)
 
 SearchMode = Literal["hybrid", "vector", "text"]
-_MAX_OWNER_CHARS = 128
-_MAX_TAG_CHARS = 64
 
 
 def _now() -> datetime:
@@ -140,65 +146,6 @@ class MemoryService:
         key = self.keys.authenticate(token)
         return None if key is None else Caller(owner=key.owner, admin=key.admin)
 
-    # -- validation -------------------------------------------------------------
-
-    def _check_owner(self, owner: str) -> str:
-        owner = owner.strip()
-        if not owner:
-            raise InvalidInput("owner must not be empty")
-        if len(owner) > _MAX_OWNER_CHARS:
-            raise InvalidInput(f"owner is longer than {_MAX_OWNER_CHARS} characters")
-        return owner
-
-    def _check_content(self, content: str) -> str:
-        content = content.strip()
-        if not content:
-            raise InvalidInput("content must not be empty")
-        if len(content) > self.settings.max_content_chars:
-            raise TooLarge(
-                f"content has {len(content)} characters; the limit is "
-                f"{self.settings.max_content_chars} (TRIBAL_MAX_CONTENT_CHARS)"
-            )
-        return content
-
-    def _check_tags(self, tags: Sequence[str]) -> tuple[str, ...]:
-        cleaned = tuple(dict.fromkeys(t.strip() for t in tags))
-        for tag in cleaned:
-            if not tag or len(tag) > _MAX_TAG_CHARS:
-                raise InvalidInput(f"tags must be 1 to {_MAX_TAG_CHARS} characters: {tag!r}")
-        return cleaned
-
-    def _check_kind(self, kind: str) -> None:
-        if kind not in MEMORY_KINDS:
-            raise InvalidInput(f"kind must be one of {', '.join(MEMORY_KINDS)}, not {kind!r}")
-
-    def _check_k(self, k: int) -> None:
-        if k < 1:
-            raise InvalidInput("k must be at least 1")
-        if k > self.settings.max_k:
-            raise TooLarge(f"k={k} is over the limit of {self.settings.max_k} (TRIBAL_MAX_K)")
-
-    def _validated(self, item: MemoryInput, now: datetime) -> Memory:
-        owner = self._check_owner(item.owner)
-        content = self._check_content(item.content)
-        self._check_kind(item.kind)
-        return Memory(
-            memory_id=memory_id_for(owner, content),
-            content=content,
-            owner=owner,
-            kind=item.kind,
-            tags=self._check_tags(item.tags),
-            source=item.source,
-            doc_id=item.doc_id,
-            chunk_index=item.chunk_index,
-            parent_id=item.parent_id,
-            created_at=now,
-            updated_at=now,
-            event_time=item.event_time.astimezone(UTC) if item.event_time else None,
-            anchor_text="",
-            metadata=dict(item.metadata),
-        )
-
     # -- capture ----------------------------------------------------------------
 
     def capture(self, item: MemoryInput) -> CaptureResult:
@@ -234,7 +181,10 @@ class MemoryService:
                 f"{self.settings.max_batch_size} (TRIBAL_MAX_BATCH_SIZE)"
             )
         now = _now()
-        memories = [self._validated(item, now) for item in items]
+        memories = [
+            validated_memory(item, now, max_content_chars=self.settings.max_content_chars)
+            for item in items
+        ]
         stored = self.store.get(list({m.memory_id for m in memories}))
         candidates = list({m.memory_id: m for m in memories if m.memory_id not in stored}.values())
         vectors = self.embedder.embed_batch([m.content for m in candidates])
@@ -245,7 +195,16 @@ class MemoryService:
             keep = [i for i, m in enumerate(candidates) if m.memory_id not in stored]
             new_memories = [candidates[i] for i in keep]
             new_vectors = vectors[keep]
-            duplicates = self._near_duplicates(new_memories, new_vectors) if near_duplicates else {}
+            duplicates = (
+                find_near_duplicates(
+                    self.store,
+                    new_memories,
+                    new_vectors,
+                    threshold=self.settings.near_duplicate_threshold,
+                )
+                if near_duplicates
+                else {}
+            )
             self.store.add(new_memories, new_vectors)
         created = {
             m.memory_id: CaptureResult(m, "created", *duplicates.get(m.memory_id, (None, None)))
@@ -295,42 +254,6 @@ class MemoryService:
             written = [memories[i] for i in positions]
             self.store.add(written, vectors[positions])
         return written
-
-    def _near_duplicates(
-        self, memories: Sequence[Memory], vectors: Vector
-    ) -> dict[str, tuple[str, float]]:
-        """Most similar other memory of the same owner (stored or earlier in the batch).
-
-        Returns ``{new memory id: (similar memory id, cosine similarity)}`` for
-        the memories at or above ``near_duplicate_threshold``.
-        """
-        threshold = self.settings.near_duplicate_threshold
-        if threshold >= 1.0 or not memories:
-            return {}
-        best: dict[str, tuple[str, float]] = {}
-
-        def offer(memory_id: str, other_id: str, similarity: float) -> None:
-            if similarity >= threshold and similarity > best.get(memory_id, ("", -1.0))[1]:
-                best[memory_id] = (other_id, min(1.0, similarity))
-
-        similarity = vectors @ vectors.T
-        by_owner: dict[str, list[int]] = {}
-        for i, memory in enumerate(memories):
-            by_owner.setdefault(memory.owner, []).append(i)
-        for positions in by_owner.values():
-            for n, i in enumerate(positions):
-                for j in positions[:n]:
-                    offer(memories[i].memory_id, memories[j].memory_id, float(similarity[i, j]))
-        groups = [
-            (vectors[positions], SearchFilters(owner=owner, include_shared=False))
-            for owner, positions in by_owner.items()
-        ]
-        answers = self.store.nearest(groups)
-        for positions, nearest in zip(by_owner.values(), answers, strict=True):
-            for i, found in zip(positions, nearest, strict=True):
-                if found is not None:
-                    offer(memories[i].memory_id, *found)
-        return best
 
     # -- read, update, delete ---------------------------------------------------
 
@@ -384,7 +307,7 @@ class MemoryService:
         changes: dict[str, object] = {"updated_at": _now(), "anchor_text": ""}
         vector = None
         if patch.content is not None:
-            content = self._check_content(patch.content)
+            content = check_content(patch.content, self.settings.max_content_chars)
             if content != current.content:
                 twin = memory_id_for(current.owner, content)
                 if twin != memory_id and self.store.get([twin]):
@@ -392,9 +315,9 @@ class MemoryService:
                 changes["content"] = content
                 vector = self.embedder.embed(content)
         if patch.tags is not None:
-            changes["tags"] = self._check_tags(patch.tags)
+            changes["tags"] = check_tags(patch.tags)
         if patch.kind is not None:
-            self._check_kind(patch.kind)
+            check_kind(patch.kind)
             changes["kind"] = patch.kind
         if patch.source is not None:
             changes["source"] = patch.source
@@ -403,8 +326,11 @@ class MemoryService:
         if patch.metadata is not None:
             changes["metadata"] = dict(patch.metadata)
         updated = dataclasses.replace(current, **changes)  # type: ignore[arg-type]
-        self.store.replace(updated, vector)
-        forget_learned(self.db, [memory_id])
+        # Under the references lock, as delete: a feedback loading a weight row of
+        # this memory must not have it removed under its feet.
+        with self._references_lock:
+            self.store.replace(updated, vector)
+            forget_learned(self.db, [memory_id])
         return updated
 
     def delete(self, memory_id: str, *, owner: str | None = None) -> None:
@@ -547,7 +473,7 @@ class MemoryService:
             raise InvalidInput("query must not be empty")
         if len(query) > self.settings.max_content_chars:
             raise TooLarge(f"query is over {self.settings.max_content_chars} characters")
-        self._check_k(k)
+        check_k(k, self.settings.max_k)
         if mode not in ("hybrid", "vector", "text"):
             raise InvalidInput(f"mode must be hybrid, vector or text, not {mode!r}")
         filters = filters or SearchFilters()
@@ -685,7 +611,7 @@ class MemoryService:
         Raises:
             InvalidInput: an invalid owner or variant.
         """
-        owner = self._check_owner(owner)
+        owner = check_owner(owner)
         if variant not in (None, "learned", "baseline"):
             raise InvalidInput(f"variant must be learned or baseline, not {variant!r}")
         self.retriever.pin_variant(owner, variant)
@@ -828,7 +754,7 @@ class MemoryService:
                 without its end record).
         """
         if owner is not None:
-            owner = self._check_owner(owner)
+            owner = check_owner(owner)
         return export_lines(
             self, owner=owner, batch_rows=self.settings.transfer_batch_rows, progress=progress
         )
