@@ -34,7 +34,6 @@ from sqlalchemy import String, cast, or_, select
 
 from tribal_memory.errors import InvalidInput, NotFound, TooLarge
 from tribal_memory.ingest.documents import doc_id_for, document_format, parse_document
-from tribal_memory.learned import forget_cached
 from tribal_memory.models import (
     SHARED_OWNER,
     DocumentInfo,
@@ -226,7 +225,7 @@ class DocumentIndex:
             if memory.doc_id == doc_id
             and self._move(memory, path, doc_id, *first[memory.memory_id])
         ]
-        forget_cached(self._db, moved)
+        self._service.forget_cached(moved)
 
     def _move(
         self, memory: Memory, path: str, doc_id: str, index: int, placement: Placement
@@ -269,7 +268,7 @@ class DocumentIndex:
                     moved.append(memory_id)
             else:
                 delete.append(memory_id)
-        forget_cached(self._db, moved)
+        self._service.forget_cached(moved)
         return self._service.delete_many(delete)
 
     def _holders(

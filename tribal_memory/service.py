@@ -22,7 +22,7 @@ from tribal_memory.embeddings.base import Embedder, Vector
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
 from tribal_memory.errors import Conflict, InvalidInput, NotFound, StoreUnavailable, TooLarge
 from tribal_memory.graph import RelationGraph
-from tribal_memory.learned import forget_learned
+from tribal_memory.learned import forget_cached, forget_learned
 from tribal_memory.learned.feedback import RetrievalEvent
 from tribal_memory.learned.layer import Retriever, event_results, scope_of
 from tribal_memory.learned.stats import Bucket, RetrievalStats, retrieval_stats
@@ -332,6 +332,15 @@ class MemoryService:
             self.store.replace(updated, vector)
             forget_learned(self.db, [memory_id])
         return updated
+
+    def forget_cached(self, memory_ids: Sequence[str]) -> int:
+        """Drop the cache entries that snapshot any of ``memory_ids`` (their fields changed).
+
+        Serialised with feedback (the references lock), which updates cache
+        entries in place. Returns the entries dropped.
+        """
+        with self._references_lock:
+            return forget_cached(self.db, memory_ids)
 
     def delete(self, memory_id: str, *, owner: str | None = None) -> None:
         """Delete a memory with its relations and everything learned that points at it.
