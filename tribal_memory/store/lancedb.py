@@ -342,40 +342,45 @@ class LanceMemoryStore:
         ``optimize()`` (:class:`RecentRows`), the query skips them and they
         are compared in memory instead; otherwise LanceDB scans them itself.
         """
-        recent = self._recent_if_complete()
-
-        def fast(filters: SearchFilters) -> bool:
-            return recent is not None and owners_only(filters) is not None
+        # Per group, the recent rows of its owners (None: LanceDB scans unindexed rows).
+        recent = self._recent_rows_of([filters for _, filters in groups])
 
         async def search_all() -> list[pa.Table | None]:
-            searches = (self._nearest(v, f, fast=fast(f)) for v, f in groups)
+            searches = (
+                self._nearest(vectors, filters, fast=rows is not None)
+                for (vectors, filters), rows in zip(groups, recent, strict=True)
+            )
             return list(await asyncio.gather(*searches))
 
         tables = self._run("vector search", search_all())
         answers: list[list[tuple[str, float] | None]] = []
-        for table, (vectors, filters) in zip(tables, groups, strict=True):
+        for table, (vectors, _), rows in zip(tables, groups, recent, strict=True):
             found = nearest_rows(table, len(vectors))
-            owners = owners_only(filters)
-            if recent is not None and owners is not None and len(vectors) > 0:
-                ids, matrix = recent.matrices(owners)
-                found = better(found, nearest_in(vectors, ids, matrix))
+            if rows is not None and len(vectors) > 0:
+                found = better(found, nearest_in(vectors, *rows))
             answers.append(found)
         return answers
 
-    def _recent_if_complete(self) -> RecentRows | None:
-        """:attr:`_recent` when the IVF index's unindexed rows are exactly its rows, else None."""
+    def _recent_rows_of(
+        self, filters: Sequence[SearchFilters]
+    ) -> list[tuple[list[str], np.ndarray] | None]:
+        """Per filter, (ids, unit vectors) of the recent rows it admits, taken under the lock.
+
+        None for a filter on more than owners, and for all of them unless the
+        IVF index's unindexed rows are exactly the rows :attr:`_recent` holds.
+        """
         with self._write_lock:
             name = self._ann_name
             if name is None:
-                return None
+                return [None] * len(filters)
             try:
                 stats = self._run("index stats", self._table.index_stats(name))
             except StoreUnavailable:  # e.g. another process rebuilt it under a new name
-                return None
-            unindexed = getattr(stats, "num_unindexed_rows", None)
-            if unindexed != len(self._recent):
-                return None
-            return self._recent.copy()
+                return [None] * len(filters)
+            if getattr(stats, "num_unindexed_rows", None) != len(self._recent):
+                return [None] * len(filters)
+            owners = [owners_only(f) for f in filters]
+            return [self._recent.matrices(o) if o is not None else None for o in owners]
 
     async def _nearest(
         self, vectors: Vector, filters: SearchFilters, *, fast: bool

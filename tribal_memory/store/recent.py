@@ -64,15 +64,8 @@ class RecentRows:
         self._by_owner.clear()
         self._owner_of.clear()
 
-    def copy(self) -> RecentRows:
-        """A copy that later writes do not change."""
-        copy = RecentRows()
-        copy._by_owner = {owner: dict(rows) for owner, rows in self._by_owner.items()}
-        copy._owner_of = dict(self._owner_of)
-        return copy
-
     def matrices(self, owners: Iterable[str]) -> tuple[list[str], np.ndarray]:
-        """(ids, unit vectors ``(n, dim)``) of the rows of ``owners`` (a copy)."""
+        """(ids, unit vectors ``(n, dim)``) of the rows of ``owners``; a copy later writes keep."""
         ids: list[str] = []
         vectors: list[np.ndarray] = []
         for owner in owners:
