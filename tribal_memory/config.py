@@ -101,7 +101,7 @@ class Settings(BaseSettings):
 
     ann_index_min_rows: int = Field(default=5_000, ge=256)
     """Rows at which an IVF_FLAT vector index is built; below it search is exact."""
-    ann_nprobes: int = Field(default=10, ge=1)
+    ann_nprobes: int = Field(default=32, ge=1)
     """IVF partitions searched per vector query (more: higher recall, slower)."""
     optimize_every_rows: int = Field(default=2_000, ge=1)
     """Least rows written between automatic ``optimize()`` runs (fold into indexes, compact)."""
