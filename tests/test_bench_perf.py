@@ -25,6 +25,7 @@ SIZE_KEYS = (
     "capture_per_s",
     "embed_per_s",
     "capture_no_near_duplicates_per_s",
+    "capture_no_near_duplicates_embed_per_s",
     "ann_recall_at_10",
     "ann_recall_at_10_filtered",
     "rss_mb",

@@ -200,28 +200,64 @@ def _stats(times: Sequence[float]) -> tuple[float, float]:
     return round(percentile(times, 50), 2), round(percentile(times, 95), 2)
 
 
-def _capture_vs_embed(
-    client: httpx.Client, embedder: Embedder, facts: Sequence[Fact], *, near_duplicates: bool
+def _capture_batch(
+    client: httpx.Client, embedder: Embedder, chunk: Sequence[Fact], *, near_duplicates: bool
 ) -> tuple[float, float]:
-    """(captures/s over HTTP, raw embeddings/s) on the same texts, chunk by chunk."""
-    capture_s = embed_s = 0.0
-    for start in range(0, len(facts), CAPTURE_BATCH):
-        chunk = facts[start : start + CAPTURE_BATCH]
-        began = time.perf_counter()
-        embedder.embed_batch([f.content for f in chunk])
-        embed_s += time.perf_counter() - began
-        body = {
-            "memories": [{"content": f.content, "owner": f.owner} for f in chunk],
-            "near_duplicates": near_duplicates,
-        }
-        began = time.perf_counter()
-        response = client.post("/v1/memories/batch", json=body)
-        capture_s += time.perf_counter() - began
-        _check(response, "batch capture")
-        created = sum(r["status"] == "created" for r in response.json()["results"])
-        if created != len(chunk):
-            raise TribalError(f"batch capture created {created} of {len(chunk)} new memories")
-    return round(len(facts) / capture_s, 1), round(len(facts) / embed_s, 1)
+    """(seconds of ``embed_batch`` in this process, seconds of the HTTP capture) of ``chunk``."""
+    began = time.perf_counter()
+    embedder.embed_batch([f.content for f in chunk])
+    embed_s = time.perf_counter() - began
+    body = {
+        "memories": [{"content": f.content, "owner": f.owner} for f in chunk],
+        "near_duplicates": near_duplicates,
+    }
+    began = time.perf_counter()
+    response = client.post("/v1/memories/batch", json=body)
+    capture_s = time.perf_counter() - began
+    _check(response, "batch capture")
+    created = sum(r["status"] == "created" for r in response.json()["results"])
+    if created != len(chunk):
+        raise TribalError(f"batch capture created {created} of {len(chunk)} new memories")
+    return embed_s, capture_s
+
+
+def _capture_vs_embed(
+    client: httpx.Client, embedder: Embedder, facts: Sequence[Fact], batch: int
+) -> dict[str, float]:
+    """Captures/s over HTTP with and without the near-duplicate check, against raw embedding.
+
+    Batches of ``batch`` facts alternate between the two kinds of capture,
+    and each is embedded in this process just before it is sent, so a change
+    in the machine's load touches both kinds and their raw embedding alike.
+    The first batch of each kind is a warm-up, not timed: a server's first
+    near-duplicate check per owner loads index pages that later ones find
+    cached, as its first searches do.
+
+    Returns:
+        ``capture_per_s`` / ``embed_per_s`` (with the check, the default) and
+        ``capture_no_near_duplicates_per_s`` / ``..._embed_per_s`` (without),
+        each over the same texts; per second, higher is faster.
+    """
+    seconds = {True: [0.0, 0.0], False: [0.0, 0.0]}  # check -> [embed s, capture s]
+    counted = {True: 0, False: 0}
+    for number, start in enumerate(range(0, len(facts), batch)):
+        chunk = facts[start : start + batch]
+        check = number % 2 == 0
+        embed_s, capture_s = _capture_batch(client, embedder, chunk, near_duplicates=check)
+        if number >= 2:  # after the warm-up batch of each kind
+            seconds[check][0] += embed_s
+            seconds[check][1] += capture_s
+            counted[check] += len(chunk)
+
+    def rate(check: bool, part: int) -> float:
+        return round(counted[check] / seconds[check][part], 1) if seconds[check][part] else 0.0
+
+    return {
+        "capture_per_s": rate(True, 1),
+        "embed_per_s": rate(True, 0),
+        "capture_no_near_duplicates_per_s": rate(False, 1),
+        "capture_no_near_duplicates_embed_per_s": rate(False, 0),
+    }
 
 
 def _query_embed_ms(embedder: Embedder, queries: Sequence[str], samples: int) -> list[float]:
@@ -249,8 +285,12 @@ def _measure_size(
     )
     asked = questions(facts, max(50, min(samples, 500)), seed)
     asked_owned = questions(facts, max(50, min(samples, 500)), seed, owner=FILTER_OWNER)
+    # Timed capture batches, plus a warm-up batch of each kind (see _capture_vs_embed).
+    capture_batch = max(1, min(CAPTURE_BATCH, options["capture_n"] // 2))
     capture_facts = generate(
-        options["capture_n"], seed + 1, exclude=frozenset(f.content for f in facts)
+        options["capture_n"] + 2 * capture_batch,
+        seed + 1,
+        exclude=frozenset(f.content for f in facts),
     )
     data_dir = work_dir / f"data-{n}"
     figures: dict[str, Any] = {"memories": n, "embeddings_from_cache": from_cache}
@@ -290,19 +330,16 @@ def _measure_size(
             above = figures[name] - figures["query_embed_p50_ms"]
             figures[name.replace("_ms", "_above_embed_ms")] = round(above, 2)
 
-        log(f"[{n}] capture vs raw embedding ({len(capture_facts)} new facts, twice)")
-        half = len(capture_facts) // 2
-        capture_per_s, embed_per_s = _capture_vs_embed(
-            client, embedder, capture_facts[:half], near_duplicates=True
+        log(f"[{n}] capture vs raw embedding ({len(capture_facts)} new facts, two kinds)")
+        capture = _capture_vs_embed(client, embedder, capture_facts, capture_batch)
+        figures.update(capture)
+        figures["capture_vs_embed"] = round(capture["capture_per_s"] / capture["embed_per_s"], 3)
+        # The same without the near-duplicate search: what the storage path costs.
+        figures["capture_no_near_duplicates_vs_embed"] = round(
+            capture["capture_no_near_duplicates_per_s"]
+            / capture["capture_no_near_duplicates_embed_per_s"],
+            3,
         )
-        figures["capture_per_s"], figures["embed_per_s"] = capture_per_s, embed_per_s
-        figures["capture_vs_embed"] = round(capture_per_s / embed_per_s, 3)
-        # The same, without the near-duplicate search: what the storage path costs.
-        bulk_per_s, bulk_embed_per_s = _capture_vs_embed(
-            client, embedder, capture_facts[half:], near_duplicates=False
-        )
-        figures["capture_no_near_duplicates_per_s"] = bulk_per_s
-        figures["capture_no_near_duplicates_vs_embed"] = round(bulk_per_s / bulk_embed_per_s, 3)
 
         if concurrent:
             log(f"[{n}] locust: {options['clients']} clients for {options['locust_s']} s")
@@ -484,6 +521,12 @@ def run_perf_bench(
             "cache_dir; capture throughput always embeds with the real model"
         ),
         "baseline": "in-process numpy cosine + rank-bm25, top 50 each, 0.6/0.4 min-max fusion",
+        "capture": (
+            f"POST /v1/memories/batch of {CAPTURE_BATCH} facts (at most capture_n / 2), "
+            "batches alternating with and without the near-duplicate check after one "
+            "untimed warm-up batch of each; raw embedding of each batch's texts in this "
+            "process just before it"
+        ),
     }
     report["sizes"] = {}
     report["concurrent"] = None
