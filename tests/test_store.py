@@ -196,6 +196,27 @@ def test_optimize_drops_an_ivf_index_left_by_an_interrupted_rebuild(tmp_path: Pa
     store.optimize()
     table = lancedb.connect(str(tmp_path / "db")).open_table("memories")
     assert [i.name for i in table.list_indices() if "IVF" in str(i.index_type).upper()] == [
-        "vector_ivf_rows_600"
+        "vector_ivf_p1024_rows_600"
+    ]
+    assert store.vector_search(vectors[9], SearchFilters(), 1)[0].memory.memory_id == "m00009"
+
+
+def test_optimize_rebuilds_an_ivf_index_built_with_other_partitions(tmp_path: Path) -> None:
+    # An older release named its index vector_ivf_rows_<n> and trained it with
+    # LanceDB's default partitions; the next optimize replaces it.
+    store = LanceMemoryStore(
+        str(tmp_path / "db"), "test-model", 16, ann_index_min_rows=256, optimize_every_rows=10**9
+    )
+    vectors = _unit(600, 16, seed=1)
+    store.add([_memory(f"m{i:05d}", f"memory {i}") for i in range(600)], vectors)
+    table = lancedb.connect(str(tmp_path / "db")).open_table("memories")
+    table.create_index("vector", config=IvfFlat(distance_type="cosine"), name="vector_ivf_rows_600")
+    store.refresh()
+    assert store.ann_index_stats() is not None  # the old index is used until then
+    assert store.vector_search(vectors[3], SearchFilters(), 1)[0].memory.memory_id == "m00003"
+    store.optimize()
+    table = lancedb.connect(str(tmp_path / "db")).open_table("memories")
+    assert [i.name for i in table.list_indices() if "IVF" in str(i.index_type).upper()] == [
+        "vector_ivf_p1024_rows_600"
     ]
     assert store.vector_search(vectors[9], SearchFilters(), 1)[0].memory.memory_id == "m00009"

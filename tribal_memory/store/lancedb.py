@@ -64,8 +64,12 @@ _EXACT_MAX_ROWS = 300
 """Prefiltered vector searches over fewer rows than this skip the IVF index (exact)."""
 _INDEX_CHECK_S = 30.0
 """Seconds between re-reads of which vector index exists (another process may build it)."""
-_IVF_NAME = "vector_ivf_rows_"
-"""Name prefix of the IVF index; the rows it was trained on follow."""
+_IVF_NAME = "vector_ivf_p1024_rows_"
+"""Name prefix of the IVF index (its partition size); the rows it was trained on follow.
+
+An IVF index named otherwise (built with other partitions, e.g. by an older
+release as ``vector_ivf_rows_<n>``) is rebuilt at the next ``optimize()``.
+"""
 _IVF_PARTITION_ROWS = 1024
 """Rows per IVF partition the index is trained for (LanceDB's IVF_FLAT default is larger).
 
@@ -591,8 +595,9 @@ class LanceMemoryStore:
     async def _retrain_due(self, rows: int) -> bool:
         """Whether ``optimize()`` should (re)build the IVF index instead of extending it.
 
-        Yes with no index, and when the table has grown to four times the rows
-        the index was trained on (its partitions no longer fit the data).
+        Yes with no index or one not named by this release (other
+        partitions), and when the table has grown to four times the rows the
+        index was trained on (its partitions no longer fit the data).
         Also when folding in the unindexed rows would give the index a segment
         beyond ``_IVF_MAX_SEGMENTS`` (LanceDB extends an index by one segment
         per ``optimize()``, and a query searches every segment), provided the
@@ -600,7 +605,9 @@ class LanceMemoryStore:
         then at least that much larger than the last, so the rebuilds of a
         growing table cost a bounded multiple of the last one.
         """
-        if self._ann_name is None or rows >= 4 * self._ann_trained_rows:
+        if self._ann_name is None or not self._ann_name.startswith(_IVF_NAME):
+            return True
+        if rows >= 4 * self._ann_trained_rows:
             return True
         if rows < _RETRAIN_GROWTH * self._ann_trained_rows:
             return False
@@ -617,7 +624,7 @@ def _has(indices: Iterable[IndexConfig], index_type: str) -> bool:
 def _ann_state(indices: Iterable[IndexConfig]) -> tuple[str | None, int]:
     """(name of the IVF index or None, rows it was trained on) from ``list_indices()``.
 
-    The trained row count is part of the index name (``vector_ivf_rows_<n>``);
+    The trained row count is part of the index name (``_IVF_NAME`` + ``<n>``);
     an index named otherwise counts as trained on its indexed rows. Of two (a
     rebuild interrupted before it dropped the old one), the one trained on
     more rows.
