@@ -231,32 +231,30 @@ def _capture_vs_embed(
     in the machine's load touches both kinds and their raw embedding alike.
     The first batch of each kind is a warm-up, not timed: a server's first
     near-duplicate check per owner loads index pages that later ones find
-    cached, as its first searches do.
+    cached, as its first searches do. ``facts`` must hold at least four
+    batches, so each kind has a timed one.
 
     Returns:
         ``capture_per_s`` / ``embed_per_s`` (with the check, the default) and
         ``capture_no_near_duplicates_per_s`` / ``..._embed_per_s`` (without),
         each over the same texts; per second, higher is faster.
     """
-    seconds = {True: [0.0, 0.0], False: [0.0, 0.0]}  # check -> [embed s, capture s]
+    embed_s = {True: 0.0, False: 0.0}  # keyed by "with the check"
+    capture_s = {True: 0.0, False: 0.0}
     counted = {True: 0, False: 0}
     for number, start in enumerate(range(0, len(facts), batch)):
         chunk = facts[start : start + batch]
         check = number % 2 == 0
-        embed_s, capture_s = _capture_batch(client, embedder, chunk, near_duplicates=check)
+        embed, capture = _capture_batch(client, embedder, chunk, near_duplicates=check)
         if number >= 2:  # after the warm-up batch of each kind
-            seconds[check][0] += embed_s
-            seconds[check][1] += capture_s
+            embed_s[check] += embed
+            capture_s[check] += capture
             counted[check] += len(chunk)
-
-    def rate(check: bool, part: int) -> float:
-        return round(counted[check] / seconds[check][part], 1) if seconds[check][part] else 0.0
-
     return {
-        "capture_per_s": rate(True, 1),
-        "embed_per_s": rate(True, 0),
-        "capture_no_near_duplicates_per_s": rate(False, 1),
-        "capture_no_near_duplicates_embed_per_s": rate(False, 0),
+        "capture_per_s": round(counted[True] / capture_s[True], 1),
+        "embed_per_s": round(counted[True] / embed_s[True], 1),
+        "capture_no_near_duplicates_per_s": round(counted[False] / capture_s[False], 1),
+        "capture_no_near_duplicates_embed_per_s": round(counted[False] / embed_s[False], 1),
     }
 
 

@@ -64,19 +64,20 @@ _EXACT_MAX_ROWS = 300
 """Prefiltered vector searches over fewer rows than this skip the IVF index (exact)."""
 _INDEX_CHECK_S = 30.0
 """Seconds between re-reads of which vector index exists (another process may build it)."""
-_IVF_NAME = "vector_ivf_p1024_rows_"
-"""Name prefix of the IVF index (its partition size); the rows it was trained on follow.
-
-An IVF index named otherwise (built with other partitions, e.g. by an older
-release as ``vector_ivf_rows_<n>``) is rebuilt at the next ``optimize()``.
-"""
 _IVF_PARTITION_ROWS = 1024
 """Rows per IVF partition the index is trained for (LanceDB's IVF_FLAT default is larger).
 
 Smaller partitions let the near-duplicate check (``_NEAREST_NPROBES``)
 scan fewer rows per vector while a search keeps its recall by probing
-more of them (``ann_nprobes``): at 100k memories 2 of about 100 partitions
-find the twin as often as 2 of LanceDB's default 25 did, at half the cost.
+more of them (``ann_nprobes``). Measured at 100k memories: the check's 2
+probes took half the time they took on LanceDB's default partitions and
+found as many twins; search recall@10 stayed at 0.99 with 32 probes.
+"""
+_IVF_NAME = f"vector_ivf_p{_IVF_PARTITION_ROWS}_rows_"
+"""Name prefix of the IVF index (its partition size); the rows it was trained on follow.
+
+An IVF index named otherwise (built with other partitions, e.g. by an older
+release as ``vector_ivf_rows_<n>``) is rebuilt at the next ``optimize()``.
 """
 _NEAREST_NPROBES = 2
 """IVF partitions probed by :meth:`LanceMemoryStore.nearest` (near-duplicate checks)."""
@@ -606,7 +607,7 @@ class LanceMemoryStore:
         growing table cost a bounded multiple of the last one.
         """
         if self._ann_name is None or not self._ann_name.startswith(_IVF_NAME):
-            return True
+            return True  # none yet, or built with other partitions
         if rows >= 4 * self._ann_trained_rows:
             return True
         if rows < _RETRAIN_GROWTH * self._ann_trained_rows:

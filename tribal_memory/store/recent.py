@@ -65,7 +65,7 @@ class RecentRows:
         self._owner_of.clear()
 
     def matrices(self, owners: Iterable[str]) -> tuple[list[str], np.ndarray]:
-        """(ids, unit vectors ``(n, dim)``) of the rows of ``owners``; a copy later writes keep."""
+        """(ids, unit vectors ``(n, dim)``) of the rows of ``owners`` (a copy)."""
         ids: list[str] = []
         vectors: list[np.ndarray] = []
         for owner in owners:
