@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from litestar import Litestar
 from litestar.testing import TestClient
+from local import LOCAL_URL
 
 from tribal_memory.api import create_app
 from tribal_memory.config import Settings
@@ -57,7 +58,7 @@ def _no_traceback(response: httpx.Response) -> None:
 
 
 def _client(app: Litestar) -> TestClient[Litestar]:
-    client = TestClient(app)
+    client = TestClient(app, base_url=LOCAL_URL)
     client.event_hooks["response"].append(_no_traceback)
     return client
 

@@ -13,6 +13,7 @@ import httpx
 import pytest
 from litestar import Litestar
 from litestar.testing import TestClient
+from local import LOCAL_URL
 
 from tribal_memory.api import create_app
 from tribal_memory.config import Settings
@@ -38,7 +39,7 @@ def _no_traceback(response: httpx.Response) -> None:
 @pytest.fixture
 def client(settings: Settings, embedder: FastEmbedEmbedder) -> Iterator[TestClient[Litestar]]:
     """A started app over a fresh data dir, sharing the session's model."""
-    with TestClient(create_app(settings, embedder=embedder)) as test_client:
+    with TestClient(base_url=LOCAL_URL, app=create_app(settings, embedder=embedder)) as test_client:
         test_client.event_hooks["response"].append(_no_traceback)
         yield test_client
 

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from litestar import Litestar
 from litestar.testing import TestClient
+from local import LOCAL_URL
 from typer.testing import CliRunner
 
 from tribal_memory import cli
@@ -68,7 +69,7 @@ def test_keys_authenticate_until_revoked(service: MemoryService) -> None:
 def secured(tmp_path: Path, embedder: FastEmbedEmbedder) -> Iterator[TestClient[Litestar]]:
     """A client of an app with ``auth=required`` over a fresh data dir."""
     settings = Settings(data_dir=tmp_path / "data", auth="required")
-    with TestClient(create_app(settings, embedder=embedder)) as client:
+    with TestClient(base_url=LOCAL_URL, app=create_app(settings, embedder=embedder)) as client:
         yield client
 
 
@@ -172,7 +173,7 @@ def test_cli_prints_the_key_last_and_it_works(tmp_path: Path, embedder: FastEmbe
     listed = CliRunner().invoke(cli.app, ["keys", "list", "--json", "--data-dir", str(data_dir)])
     assert '"owner": "alice"' in listed.output and token not in listed.output
     settings = Settings(data_dir=data_dir, auth="required")
-    with TestClient(create_app(settings, embedder=embedder)) as client:
+    with TestClient(base_url=LOCAL_URL, app=create_app(settings, embedder=embedder)) as client:
         headers = {"Authorization": f"Bearer {token}"}
         response: Any = client.get("/v1/stats", headers=headers)
         assert response.status_code == 200

@@ -16,6 +16,7 @@ import httpx
 import pytest
 from litestar import Litestar
 from litestar.testing import TestClient
+from local import LOCAL_URL
 
 from tribal_memory.api import create_app
 from tribal_memory.config import Settings
@@ -121,7 +122,9 @@ def test_service_threads_leave_a_consistent_store(
 
 @pytest.fixture
 def client(settings: Settings, embedder: FastEmbedEmbedder) -> Iterator[TestClient[Litestar]]:
-    with TestClient(create_app(_settings(settings), embedder=embedder)) as test_client:
+    with TestClient(
+        base_url=LOCAL_URL, app=create_app(_settings(settings), embedder=embedder)
+    ) as test_client:
         yield test_client
 
 

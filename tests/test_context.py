@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from litestar import Litestar
 from litestar.testing import TestClient
+from local import LOCAL_URL
 from typer.testing import CliRunner
 
 from tribal_memory import cli
@@ -181,7 +182,7 @@ def test_setting_sets_the_default_budget(tmp_path: Path, embedder: FastEmbedEmbe
 
 @pytest.fixture
 def client(settings: Settings, embedder: FastEmbedEmbedder) -> Iterator[TestClient[Litestar]]:
-    with TestClient(create_app(settings, embedder=embedder)) as test_client:
+    with TestClient(base_url=LOCAL_URL, app=create_app(settings, embedder=embedder)) as test_client:
         yield test_client
 
 

@@ -16,6 +16,7 @@ import httpx
 import pytest
 from litestar import Litestar
 from litestar.testing import TestClient
+from local import LOCAL_URL
 from test_documents import HANDBOOK, encrypted, make_pdf, write
 from typer.testing import CliRunner, Result
 
@@ -30,7 +31,7 @@ from tribal_memory.service import MemoryService
 def client(tmp_path: Path, embedder: FastEmbedEmbedder) -> Iterator[TestClient[Litestar]]:
     """An app cutting 80-token chunks, over a fresh data dir."""
     settings = Settings(data_dir=tmp_path / "data", chunk_tokens=80, chunk_overlap_tokens=10)
-    with TestClient(create_app(settings, embedder=embedder)) as test_client:
+    with TestClient(base_url=LOCAL_URL, app=create_app(settings, embedder=embedder)) as test_client:
         yield test_client
 
 
@@ -273,7 +274,7 @@ def test_ctrl_c_ends_watching_with_status_0(tmp_path: Path) -> None:
 
 def test_documents_follow_the_callers_key(tmp_path: Path, embedder: FastEmbedEmbedder) -> None:
     settings = Settings(data_dir=tmp_path / "data", auth="required")
-    with TestClient(create_app(settings, embedder=embedder)) as client:
+    with TestClient(base_url=LOCAL_URL, app=create_app(settings, embedder=embedder)) as client:
         service = client.app.state["service"]
         assert isinstance(service, MemoryService)
         alice = {"Authorization": f"Bearer {service.keys.create('alice')[1]}"}

@@ -19,7 +19,11 @@ import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
+from tribal_memory.config import Settings
+from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
+from tribal_memory.mcp import MCP_PATH, ServiceBackend, build_server, transport_security
 from tribal_memory.serverproc import ServerProcess, ServerStartError, child_env, free_port
+from tribal_memory.service import MemoryService
 
 STARTUP_TIMEOUT_S = 90.0
 TOOL_NAMES = {"memory_search", "memory_get", "memory_feedback", "memory_capture"}
@@ -230,3 +234,43 @@ def test_url_mode_reports_an_unreachable_server_as_tool_errors() -> None:
             assert error["error"] == "store_unavailable" and "cannot reach" in error["detail"]
 
     anyio.run(main)
+
+
+def test_http_transport_checks_host_and_origin_on_every_loopback_bind(
+    tmp_path: Path, embedder: FastEmbedEmbedder
+) -> None:
+    """The SDK checks these only for 127.0.0.1/localhost/::1 by itself; 127.0.0.2 too now."""
+    from starlette.testclient import TestClient
+
+    settings = Settings(data_dir=tmp_path / "data", host="127.0.0.2")
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "probe", "version": "1"},
+        },
+    }
+    headers = {"accept": "application/json, text/event-stream"}
+    with MemoryService(settings, embedder=embedder) as service:
+        app = build_server(ServiceBackend(service, None)).streamable_http_app(
+            streamable_http_path=MCP_PATH,
+            host=settings.host,
+            transport_security=transport_security(settings.host_allow_list),
+        )
+        with TestClient(app, base_url="http://127.0.0.2:18791") as client:
+            rebound = client.post(
+                MCP_PATH, json=initialize, headers={**headers, "host": "evil.example"}
+            )
+            assert rebound.status_code == 421
+            foreign = client.post(
+                MCP_PATH, json=initialize, headers={**headers, "origin": "http://evil.example"}
+            )
+            assert foreign.status_code == 403
+            own = client.post(
+                MCP_PATH, json=initialize, headers={**headers, "origin": "http://127.0.0.2:18791"}
+            )
+            assert own.status_code == 200, own.text
+    assert transport_security(None).enable_dns_rebinding_protection is False

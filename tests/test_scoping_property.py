@@ -24,6 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from litestar import Litestar
 from litestar.testing import TestClient
+from local import LOCAL_URL
 
 from tribal_memory.api import create_app
 from tribal_memory.config import Settings
@@ -208,7 +209,7 @@ def test_no_key_ever_sees_another_owners_private_memory(
             auth="required",
             fts_min_rows=1,
         )
-        with TestClient(create_app(settings_, embedder=embedder)) as client:
+        with TestClient(base_url=LOCAL_URL, app=create_app(settings_, embedder=embedder)) as client:
             service = client.app.state["service"]
             assert isinstance(service, MemoryService)
             keys = {

@@ -126,3 +126,29 @@ def test_malloc_arenas_are_capped_on_glibc_and_zero_keeps_the_default() -> None:
     assert limit_malloc_arenas(0) is False
     glibc = sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc"
     assert limit_malloc_arenas(2) is glibc
+
+
+@pytest.mark.slow
+def test_the_browser_probe_is_refused_by_a_real_server(server: str) -> None:
+    """The curl of issue 13 against the keyless loopback default: nothing is stored."""
+    plant = b'{"content":"x","owner":"shared"}'
+    with httpx.Client(base_url=server, timeout=30.0) as client:
+        probe = client.post(
+            "/v1/memories",
+            content=plant,
+            headers={
+                "origin": "http://evil.example",
+                "host": "evil.example",
+                "content-type": "text/plain",
+            },
+        )
+        assert probe.status_code == 421 and probe.json()["error"] == "invalid_host"
+        plain = client.post("/v1/memories", content=plant, headers={"content-type": "text/plain"})
+        assert plain.status_code == 415 and plain.json()["error"] == "unsupported_media_type"
+        foreign = client.post(
+            "/v1/memories",
+            content=plant,
+            headers={"origin": "http://evil.example", "content-type": "application/json"},
+        )
+        assert foreign.status_code == 403 and foreign.json()["error"] == "forbidden_origin"
+        assert client.get("/v1/stats").json()["memories"] == 0

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from litestar import Litestar
 from litestar.testing import TestClient
+from local import LOCAL_URL
 
 from tribal_memory.api import create_app
 from tribal_memory.config import Settings
@@ -53,7 +54,7 @@ def _load_workspace(service: MemoryService) -> None:
 
 @pytest.fixture
 def client(settings: Settings, embedder: FastEmbedEmbedder) -> Iterator[TestClient[Litestar]]:
-    with TestClient(create_app(settings, embedder=embedder)) as test_client:
+    with TestClient(base_url=LOCAL_URL, app=create_app(settings, embedder=embedder)) as test_client:
         _load_workspace(_service(test_client))
         for content, owner, tags in FACTS:
             created = test_client.post(
@@ -328,7 +329,9 @@ class QueryFailingEmbedder(Embedder):
 
 def test_search_unavailable_answers_disabled_not_an_error(tmp_path: Path) -> None:
     settings = Settings(data_dir=tmp_path / "down")
-    with TestClient(create_app(settings, embedder=QueryFailingEmbedder())) as down:
+    with TestClient(
+        base_url=LOCAL_URL, app=create_app(settings, embedder=QueryFailingEmbedder())
+    ) as down:
         assert down.post("/v1/memories", json={"content": "a fact"}).status_code == 201
         response = down.post("/v1/tools/memory_search", json={"query": "a fact", "maxResults": 6.0})
         assert response.status_code == 200

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pytest
 from litestar.testing import TestClient
+from local import LOCAL_URL
 from sqlalchemy import func, select
 from typer.testing import CliRunner
 
@@ -614,7 +615,7 @@ def test_http_export_and_import(
     source: Source, tmp_path: Path, embedder: FastEmbedEmbedder
 ) -> None:
     a_settings = source.service.settings
-    with TestClient(create_app(a_settings, embedder=embedder)) as a_client:
+    with TestClient(base_url=LOCAL_URL, app=create_app(a_settings, embedder=embedder)) as a_client:
         response = a_client.get("/v1/export")
         assert response.status_code == 200
         assert response.headers["content-type"].startswith(MEDIA_TYPE)
@@ -628,7 +629,7 @@ def test_http_export_and_import(
         assert bad_owner.status_code == 400 and bad_owner.json()["error"] == "invalid_input"
 
     b_settings = Settings(data_dir=tmp_path / "b", max_request_bytes=len(body) + 10)
-    with TestClient(create_app(b_settings, embedder=embedder)) as b_client:
+    with TestClient(base_url=LOCAL_URL, app=create_app(b_settings, embedder=embedder)) as b_client:
         headers = {"content-type": MEDIA_TYPE}
         truncated = b_client.post(
             "/v1/import", content=body[: body.rindex(b'{"type":"end"')], headers=headers

@@ -8,16 +8,21 @@ environment when it is constructed, never at import time.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import platformdirs
 from pydantic import Field, ValidationInfo, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from tribal_memory.auth import auth_enabled
 from tribal_memory.models import LearnedParts
 
 DEFAULT_EMBEDDING_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+_LOCAL_HOST_NAMES = ("localhost", "127.0.0.1", "::1")
+_WILDCARD_BINDS = ("0.0.0.0", "::", "")
+
+CommaList = Annotated[tuple[str, ...], NoDecode]
+"""A list setting read from the environment as comma-separated values."""
 
 
 def default_data_dir() -> Path:
@@ -66,6 +71,14 @@ class Settings(BaseSettings):
     """API keys: ``required``, ``off``, or ``auto`` (required unless ``host`` is a loopback
     address)."""
 
+    allowed_hosts: CommaList = ()
+    """Host names (or ``*``) the HTTP server answers for, comma-separated; other ``Host``
+    headers get 421 (DNS rebinding). Unset: the bound ``host`` plus ``localhost``,
+    ``127.0.0.1`` and ``::1``; any host when bound to all interfaces (``0.0.0.0``)."""
+    cors_origins: CommaList = ()
+    """Web origins (``https://app.example``, or ``*``) allowed to call the API from a browser,
+    comma-separated. Unset: requests carrying a foreign ``Origin`` get 403."""
+
     max_content_chars: int = Field(default=20_000, ge=1)
     """Longest memory content accepted, in characters (longer: HTTP 413)."""
     max_batch_size: int = Field(default=512, ge=1)
@@ -85,6 +98,13 @@ class Settings(BaseSettings):
     (below ``chunk_tokens``)."""
     max_document_bytes: int = Field(default=64 * 1024 * 1024, ge=1)
     """Largest document accepted, in bytes (larger: HTTP 413; the CLI reports the file failed)."""
+    max_document_chars: int = Field(default=2_000_000, ge=1)
+    """Most characters of text in one document, a PDF's checked page by page while its text
+    is extracted (more: HTTP 413). Compressed PDFs can expand a thousandfold."""
+    max_document_chunks: int = Field(default=2_000, ge=1)
+    """Most chunks one document may make (more: HTTP 413)."""
+    pdf_timeout_s: float = Field(default=60.0, gt=0.0)
+    """Longest a PDF's text extraction may take, in seconds (longer: stopped, HTTP 413)."""
 
     fusion: Literal["weighted", "rrf"] = "weighted"
     """How hybrid search fuses vector and BM25 results."""
@@ -185,6 +205,13 @@ class Settings(BaseSettings):
         data_dir = info.data.get("data_dir")
         return str(Path(data_dir) / "lancedb") if data_dir is not None else ""
 
+    @field_validator("allowed_hosts", "cors_origins", mode="before")
+    @classmethod
+    def _split_commas(cls, value: object) -> object:
+        if isinstance(value, str):
+            return tuple(part.strip() for part in value.split(",") if part.strip())
+        return value
+
     @field_validator("database_url")
     @classmethod
     def _blank_url_is_unset(cls, value: str | None) -> str | None:
@@ -214,6 +241,18 @@ class Settings(BaseSettings):
     def auth_enabled(self) -> bool:
         """Whether HTTP requests need an API key (see ``auth``)."""
         return auth_enabled(self.auth, self.host)
+
+    @property
+    def host_allow_list(self) -> frozenset[str] | None:
+        """Lower-case host names the HTTP server answers for; None: any host."""
+        hosts = self.allowed_hosts
+        if not hosts:
+            if self.host.strip("[]") in _WILDCARD_BINDS:
+                return None
+            hosts = (self.host, *_LOCAL_HOST_NAMES)
+        if "*" in hosts:
+            return None
+        return frozenset(h.strip("[]").lower() for h in hosts)
 
     @property
     def sqlite_path(self) -> Path:

@@ -33,7 +33,12 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import String, cast, or_, select
 
 from tribal_memory.errors import InvalidInput, NotFound, TooLarge
-from tribal_memory.ingest.documents import doc_id_for, document_format, parse_document
+from tribal_memory.ingest.documents import (
+    DocumentLimits,
+    doc_id_for,
+    document_format,
+    parse_document,
+)
 from tribal_memory.models import (
     SHARED_OWNER,
     DocumentInfo,
@@ -138,8 +143,10 @@ class DocumentIndex:
             InvalidInput: empty or over-long path or owner, unsupported
                 extension, text that is not UTF-8, a PDF that is corrupt,
                 encrypted with a password or without text.
-            TooLarge: more than ``max_document_bytes`` bytes, or a chunk over
-                ``max_content_chars`` characters.
+            TooLarge: more than ``max_document_bytes`` bytes,
+                ``max_document_chars`` characters of text or
+                ``max_document_chunks`` chunks, a chunk over ``max_content_chars``
+                characters, or a PDF whose text took over ``pdf_timeout_s`` to extract.
             StoreUnavailable / EmbeddingError: storing failed (the row is left
                 as it was, so ingesting again retries).
         """
@@ -157,20 +164,26 @@ class DocumentIndex:
         doc_id = doc_id_for(path)
         with self._lock:
             old = self._row(owner, path)
-            if (
-                old is not None
-                and (old.content_hash, old.chunking) == (content_hash, chunking)
-                and self._complete(old)
-            ):
+            if self._same(old, content_hash, chunking):
+                assert old is not None
                 return DocumentResult(path, owner, doc_id, "unchanged", len(old.chunks), 0, 0)
-            items = parse_document(
-                path,
-                data,
-                owner=owner,
-                max_tokens=settings.chunk_tokens,
-                overlap_tokens=settings.chunk_overlap_tokens,
-            )
-            self._check_sizes(path, items)
+        # Parsed outside the lock, so a slow PDF does not hold up other documents.
+        items = parse_document(
+            path,
+            data,
+            owner=owner,
+            max_tokens=settings.chunk_tokens,
+            overlap_tokens=settings.chunk_overlap_tokens,
+            limits=DocumentLimits(
+                settings.max_document_chars, settings.max_document_chunks, settings.pdf_timeout_s
+            ),
+        )
+        self._check_sizes(path, items)
+        with self._lock:
+            old = self._row(owner, path)  # read again: another ingest may have run meanwhile
+            if self._same(old, content_hash, chunking):
+                assert old is not None
+                return DocumentResult(path, owner, doc_id, "unchanged", len(old.chunks), 0, 0)
             added = self._capture(items)
             placements = [
                 Placement(self._expected_id(item), item.parent_id, dict(item.metadata))
@@ -318,6 +331,14 @@ class DocumentIndex:
     def _row(self, owner: str, path: str) -> DocumentRow | None:
         with self._db.session() as session:
             return session.get(DocumentRow, (owner, path))
+
+    def _same(self, row: DocumentRow | None, content_hash: str, chunking: str) -> bool:
+        """True when ``row`` holds these bytes, chunked this way, with every chunk stored."""
+        return (
+            row is not None
+            and (row.content_hash, row.chunking) == (content_hash, chunking)
+            and self._complete(row)
+        )
 
     def _complete(self, row: DocumentRow) -> bool:
         """True when every chunk of the document is still stored."""

@@ -48,6 +48,26 @@ class Forbidden(TribalError):
     code = "forbidden"
 
 
+class ForeignOrigin(Forbidden):
+    """A browser request from a web origin not in ``TRIBAL_CORS_ORIGINS``."""
+
+    code = "forbidden_origin"
+
+
+class UnsupportedMediaType(TribalError):
+    """A request body whose ``Content-Type`` the route does not read (e.g. not JSON)."""
+
+    status = 415
+    code = "unsupported_media_type"
+
+
+class MisdirectedRequest(TribalError):
+    """A ``Host`` header this server does not answer for (see ``TRIBAL_ALLOWED_HOSTS``)."""
+
+    status = 421
+    code = "invalid_host"
+
+
 class NotFound(TribalError):
     """No memory (or relation) with that id is visible to the caller."""
 

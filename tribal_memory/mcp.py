@@ -27,6 +27,7 @@ import httpx
 import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
+from mcp.server.transport_security import TransportSecuritySettings
 
 from tribal_memory import __version__, tools
 from tribal_memory.errors import (
@@ -308,14 +309,51 @@ async def serve_stdio(backend: ToolBackend) -> None:
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
-async def serve_http(backend: ToolBackend, *, host: str, port: int) -> None:
+def transport_security(
+    allowed_hosts: frozenset[str] | None, cors_origins: tuple[str, ...] = ()
+) -> TransportSecuritySettings:
+    """The SDK's DNS-rebinding protection for these host names (any port).
+
+    The SDK turns its check on by itself only for a bind to exactly
+    ``127.0.0.1``, ``localhost`` or ``::1``; this passes it for every bind,
+    e.g. ``127.0.0.2``, with the same names the HTTP API answers for
+    (``Settings.host_allow_list``).
+
+    Args:
+        allowed_hosts: Lower-case host names; None: any host (protection off,
+            as for a bind to all interfaces).
+        cors_origins: Web origins allowed besides ``http(s)://<allowed host>[:port]``.
+
+    Returns:
+        Settings under which another ``Host`` gets 421 and another ``Origin`` 403.
+    """
+    if allowed_hosts is None:
+        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    names = sorted(f"[{h}]" if ":" in h else h for h in allowed_hosts)
+    origins = [
+        f"{scheme}://{n}{port}"
+        for n in names
+        for scheme in ("http", "https")
+        for port in ("", ":*")
+    ]
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[*names, *(f"{n}:*" for n in names)],
+        allowed_origins=[*origins, *cors_origins],
+    )
+
+
+async def serve_http(
+    backend: ToolBackend, *, host: str, port: int, security: TransportSecuritySettings
+) -> None:
     """Serve MCP over streamable HTTP at ``http://host:port/mcp`` until interrupted.
 
-    On a loopback ``host`` the SDK's DNS-rebinding protection admits only
-    loopback ``Host``/``Origin`` headers.
+    ``security``: the Host/Origin check (see :func:`transport_security`).
     """
     import uvicorn
 
-    app = build_server(backend).streamable_http_app(streamable_http_path=MCP_PATH, host=host)
+    app = build_server(backend).streamable_http_app(
+        streamable_http_path=MCP_PATH, host=host, transport_security=security
+    )
     config = uvicorn.Config(app, host=host, port=port, log_level="info")
     await uvicorn.Server(config).serve()

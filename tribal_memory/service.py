@@ -687,12 +687,17 @@ class MemoryService:
     ) -> None:
         """Remove one edge.
 
+        Both ends must be visible to ``owner``; whichever check fails, the
+        answer is the same, so a caller learns nothing of edges it may not see.
+
         Raises:
-            NotFound: no such edge, or a memory not visible to ``owner``.
+            NotFound: no such edge, or either end not visible to ``owner``.
         """
-        self.get(source_id, owner=owner)
-        if not self.graph.unrelate(source_id, target_id, type):
-            raise NotFound(f"no relation {source_id} -[{type}]-> {target_id}")
+        with self._references_lock:
+            visible = self.get_many([source_id, target_id], owner=owner)
+            both = source_id in visible and target_id in visible
+            if not both or not self.graph.unrelate(source_id, target_id, type):
+                raise NotFound(f"no relation {source_id} -[{type}]-> {target_id}")
 
     def relations(self, memory_id: str, *, owner: str | None = None) -> list[Relation]:
         """Edges touching the memory (either direction), newest first.

@@ -14,10 +14,12 @@ from typing import Any
 
 import anyio.to_thread
 from litestar import Litestar, Request
+from litestar.config.cors import CORSConfig
 from litestar.datastructures import State
 from litestar.exceptions import ValidationException
 
 from tribal_memory.api.auth import AUTH_DEPENDENCIES, AUTH_STATE_KEY, authenticate
+from tribal_memory.api.browser import BrowserGuard
 from tribal_memory.api.context import context
 from tribal_memory.api.deps import DEPENDENCIES, SERVICE_STATE_KEY
 from tribal_memory.api.docs import openapi_config, swagger_static_router
@@ -57,8 +59,23 @@ async def require_utf8_body(request: Request[Any, Any, Any]) -> None:
         raise ValidationException(f"request body is not valid UTF-8: {exc.reason}") from exc
 
 
+def _cors_config(origins: tuple[str, ...]) -> CORSConfig | None:
+    """CORS answers for the configured origins; None (no CORS headers) without any."""
+    if not origins:
+        return None
+    return CORSConfig(
+        allow_origins=list(origins),
+        allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
+        allow_headers=["authorization", "content-type", "x-agent-id"],
+    )
+
+
 def create_app(settings: Settings, *, embedder: Embedder | None = None) -> Litestar:
     """Build the HTTP API over the data dir and model named by ``settings``.
+
+    Browser requests are held to :class:`~tribal_memory.api.browser.BrowserGuard`'s
+    rules (``allowed_hosts``, ``cors_origins``); with ``cors_origins`` set,
+    those origins also get CORS headers and preflight answers.
 
     Args:
         settings: Configuration; ``max_request_bytes`` caps request bodies (413).
@@ -103,6 +120,8 @@ def create_app(settings: Settings, *, embedder: Embedder | None = None) -> Lites
         ],
         dependencies={**DEPENDENCIES, **AUTH_DEPENDENCIES},
         guards=[authenticate],
+        middleware=[BrowserGuard(settings.host_allow_list, settings.cors_origins)],
+        cors_config=_cors_config(settings.cors_origins),
         exception_handlers=EXCEPTION_HANDLERS,
         before_request=require_utf8_body,
         lifespan=[service_lifespan],

@@ -61,7 +61,9 @@ class DocumentsController(Controller):
             InvalidInput: 400, bad path, owner or content field, unsupported
                 extension, text that is not UTF-8, a corrupt, password-protected
                 or text-less PDF.
-            TooLarge: 413, over ``max_document_bytes`` or a chunk over ``max_content_chars``.
+            TooLarge: 413, over ``max_document_bytes``, ``max_document_chars`` or
+                ``max_document_chunks``, a chunk over ``max_content_chars``, or a PDF
+                whose text took over ``pdf_timeout_s`` to extract.
             StoreUnavailable / EmbeddingError: 503.
         """
         owner = caller.write_owner(data.owner)

@@ -70,7 +70,7 @@ class RelationsController(Controller):
         The query parameters are ``source_id``, ``target_id`` and ``type``.
 
         Raises:
-            NotFound: 404, no such edge (or its source is not visible to ``owner``).
+            NotFound: 404, no such edge, or either end not visible to ``owner`` (one answer).
             InvalidInput: 400, neither a body nor all three query parameters.
         """
         if data is None:

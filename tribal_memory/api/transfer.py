@@ -15,12 +15,15 @@ from litestar.response import Stream
 from litestar.status_codes import HTTP_200_OK
 
 from tribal_memory.api.auth import CallerDep, OwnerScope
+from tribal_memory.api.browser import BODY_MEDIA_TYPES_OPT
 from tribal_memory.api.convert import import_out
 from tribal_memory.api.deps import Service
 from tribal_memory.api.errors import error_responses
 from tribal_memory.api.schemas import ImportOut
 from tribal_memory.transfer import MEDIA_TYPE
 
+IMPORT_MEDIA_TYPES = (MEDIA_TYPE, "application/jsonl", "application/json")
+"""Media types ``POST /v1/import`` reads (browsers cannot send them without a preflight)."""
 CHUNK_BYTES = 64 * 1024
 """Lines are sent in chunks of about this many bytes (one worker-thread hop per chunk)."""
 
@@ -91,9 +94,13 @@ def export(service: Service, owner_scope: OwnerScope) -> Stream:
     tags=["transfer"],
     responses=error_responses(400, 403, 413, 503),
     operation_class=_JsonLinesBody,
+    opt={BODY_MEDIA_TYPES_OPT: IMPORT_MEDIA_TYPES},
 )
 def import_(body: RawBody, service: Service, caller: CallerDep) -> ImportOut:
     """Import an export (the body, ``application/x-ndjson``): ids, vectors, times are kept.
+
+    A body of another media type is refused (415; ``application/jsonl`` and
+    ``application/json`` are accepted too).
 
     The whole body is checked before anything is written. From another
     embedding model, content is embedded again with this server's
@@ -107,6 +114,7 @@ def import_(body: RawBody, service: Service, caller: CallerDep) -> ImportOut:
             ``max_content_chars``; nothing is written.
         StoreUnavailable / EmbeddingError: 503, a write failed; it is undone.
         Forbidden: 403, not an admin key (an import writes for any owner).
+        UnsupportedMediaType: 415, a body that is not JSON lines.
     """
     caller.require_admin("import")
     return import_out(service.import_jsonl(body))

@@ -71,7 +71,14 @@ def mcp(
     endpoint checks no API keys, so it refuses a non-loopback ``--host``
     unless ``TRIBAL_AUTH=off``.
     """
-    from tribal_memory.mcp import HttpBackend, ServiceBackend, ToolBackend, serve_http, serve_stdio
+    from tribal_memory.mcp import (
+        HttpBackend,
+        ServiceBackend,
+        ToolBackend,
+        serve_http,
+        serve_stdio,
+        transport_security,
+    )
 
     run = _Run(ctx, data_dir, None)
     owner = agent.strip() if agent and agent.strip() else None
@@ -82,10 +89,13 @@ def mcp(
             "(TRIBAL_AUTH=off allows it)"
         )
 
+    settings = run.settings().model_copy(update={"host": host})
+    security = transport_security(settings.host_allow_list, settings.cors_origins)
+
     def serve(backend: ToolBackend) -> None:
         try:
             if transport is Transport.http:
-                anyio.run(lambda: serve_http(backend, host=host, port=port))
+                anyio.run(lambda: serve_http(backend, host=host, port=port, security=security))
             else:
                 anyio.run(serve_stdio, backend)
         except KeyboardInterrupt:

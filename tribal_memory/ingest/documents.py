@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from tribal_memory.errors import InvalidInput
+from tribal_memory.errors import InvalidInput, TooLarge
 from tribal_memory.ingest.chunking import Chunk, Section, chunk_lines
 from tribal_memory.ingest.locomo import iter_memories, load_locomo
 from tribal_memory.ingest.pdf import pdf_pages
@@ -55,6 +55,25 @@ DEFAULT_MAX_TOKENS = 512
 DEFAULT_OVERLAP_TOKENS = 20
 
 _DOC_NAMESPACE = uuid.UUID("0b6f2d8e-3c41-4d7a-9f25-8a1e6c9b4d30")
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentLimits:
+    """Bounds on what one document may expand into (settings ``max_document_*``).
+
+    Attributes:
+        max_chars: Most characters of text (a PDF's extracted text, checked page
+            by page while extracting).
+        max_chunks: Most chunks.
+        pdf_timeout_s: Longest PDF text extraction, in seconds.
+    """
+
+    max_chars: int = 2_000_000
+    max_chunks: int = 2_000
+    pdf_timeout_s: float = 60.0
+
+
+DEFAULT_LIMITS = DocumentLimits()
 
 
 def doc_id_for(relative_path: str) -> str:
@@ -170,6 +189,7 @@ def load_document(
     root: Path | None = None,
     max_tokens: int = DEFAULT_MAX_TOKENS,
     overlap_tokens: int = DEFAULT_OVERLAP_TOKENS,
+    limits: DocumentLimits = DEFAULT_LIMITS,
 ) -> list[MemoryInput]:
     """Read a document file and chunk it (see :func:`parse_document`).
 
@@ -180,9 +200,11 @@ def load_document(
             when None or when ``path`` is outside it).
         max_tokens: Most model tokens in a chunk.
         overlap_tokens: Most tokens a chunk repeats from the one before it.
+        limits: Bounds on its text and chunks.
 
     Raises:
         InvalidInput: unreadable file, or as :func:`parse_document`.
+        TooLarge: as :func:`parse_document`.
     """
     document_format(path.name)
     try:
@@ -195,10 +217,13 @@ def load_document(
         owner=owner,
         max_tokens=max_tokens,
         overlap_tokens=overlap_tokens,
+        limits=limits,
     )
 
 
-def document_lines(source: str, data: bytes) -> tuple[DocumentFormat, list[str], list[int]]:
+def document_lines(
+    source: str, data: bytes, limits: DocumentLimits = DEFAULT_LIMITS
+) -> tuple[DocumentFormat, list[str], list[int]]:
     """The format, the text lines and (PDF) the 1-based page of each line of a document.
 
     Markdown and text must be UTF-8 (a byte-order mark is dropped); their page
@@ -207,12 +232,17 @@ def document_lines(source: str, data: bytes) -> tuple[DocumentFormat, list[str],
     Raises:
         InvalidInput: unsupported extension, text that is not UTF-8, or a PDF
             :func:`~tribal_memory.ingest.pdf.pdf_pages` refuses.
+        TooLarge: text over ``limits.max_chars``, or a PDF whose extraction
+            took over ``limits.pdf_timeout_s``.
     """
     fmt = document_format(source)
     if fmt == "pdf":
         lines: list[str] = []
         pages: list[int] = []
-        for number, page in enumerate(pdf_pages(data, source), start=1):
+        extracted = pdf_pages(
+            data, source, max_chars=limits.max_chars, timeout_s=limits.pdf_timeout_s
+        )
+        for number, page in enumerate(extracted, start=1):
             page_lines = page.splitlines()
             lines.extend(page_lines)
             pages.extend([number] * len(page_lines))
@@ -221,6 +251,11 @@ def document_lines(source: str, data: bytes) -> tuple[DocumentFormat, list[str],
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise InvalidInput(f"{source} is not UTF-8 text: {exc.reason} at byte {exc.start}") from exc
+    if len(text) > limits.max_chars:
+        raise TooLarge(
+            f"{source} has {len(text)} characters; the limit is {limits.max_chars} "
+            "(TRIBAL_MAX_DOCUMENT_CHARS)"
+        )
     return fmt, text.splitlines(), []
 
 
@@ -231,6 +266,7 @@ def parse_document(
     owner: str,
     max_tokens: int = DEFAULT_MAX_TOKENS,
     overlap_tokens: int = DEFAULT_OVERLAP_TOKENS,
+    limits: DocumentLimits = DEFAULT_LIMITS,
 ) -> list[MemoryInput]:
     """Chunk a document into memories with metadata and heading hierarchy.
 
@@ -242,6 +278,7 @@ def parse_document(
         max_tokens: Most model tokens in a chunk (special tokens not counted).
         overlap_tokens: Most tokens a chunk repeats from the one before it in
             the same section (0 for none).
+        limits: Bounds on the document's text and chunks.
 
     Returns:
         One ``kind="chunk"`` memory per chunk, ``chunk_index`` 0..n-1 in
@@ -252,13 +289,20 @@ def parse_document(
         InvalidInput: unsupported extension, text that is not UTF-8, an
             unreadable or text-less PDF, or sizes out of range
             (``max_tokens < 1``, overlap not below it).
+        TooLarge: over ``limits.max_chars`` characters or ``limits.max_chunks``
+            chunks, or a PDF extraction over ``limits.pdf_timeout_s``.
     """
     if max_tokens < 1 or not 0 <= overlap_tokens < max_tokens:
         raise InvalidInput("need max_tokens >= 1 and 0 <= overlap_tokens < max_tokens")
-    fmt, lines, pages = document_lines(source, data)
+    fmt, lines, pages = document_lines(source, data, limits)
     sections, chunks = chunk_lines(
         lines, markdown=fmt == "markdown", max_tokens=max_tokens, overlap_tokens=overlap_tokens
     )
+    if len(chunks) > limits.max_chunks:
+        raise TooLarge(
+            f"{source} makes {len(chunks)} chunks; the limit is {limits.max_chunks} "
+            "(TRIBAL_MAX_DOCUMENT_CHUNKS)"
+        )
     doc_id = doc_id_for(source)
     ids = [memory_id_for(owner.strip(), chunk.content) for chunk in chunks]
     parents = _parent_ids(sections, chunks, ids)
