@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import inspect
+from sqlalchemy.orm import Session
 
 from tribal_memory.bench.metrics import hit_at, ndcg_at, percentile, recall_at, reciprocal_rank
 from tribal_memory.db import current_revision, head_revision, make_engine, migrate
@@ -107,3 +108,71 @@ def test_migrations_match_the_table_definitions(tmp_path: Path) -> None:
         diff = compare_metadata(MigrationContext.configure(connection), Base.metadata)
     engine.dispose()
     assert diff == []
+
+
+@pytest.mark.sqlite_only(reason="drives alembic revisions on its own SQLite file")
+def test_migration_0006_gives_anchors_the_owners_whose_feedback_made_them(
+    tmp_path: Path,
+) -> None:
+    from alembic import command
+    from sqlalchemy import text
+
+    from tribal_memory.db import _alembic_config, read_generation
+
+    engine = make_engine(tmp_path / "t.sqlite3")
+
+    def to(revision: str, *, down: bool = False) -> None:
+        config = _alembic_config(engine)
+        with engine.begin() as connection:
+            config.attributes["connection"] = connection
+            (command.downgrade if down else command.upgrade)(config, revision)
+
+    to("0005")
+    with engine.begin() as connection:
+        connection.execute(
+            text(
+                "INSERT INTO fact_anchors (memory_id, anchor_text, source, confidence, "
+                "created_at, uses) VALUES "
+                "('m1', 'where is the vpn', 'learned', 1, '2026-01-01 00:00:00', 3), "
+                "('m1', 'who knows', 'learned', 1, '2026-01-01 00:00:00', 2), "
+                "('m2', 'the launch date', 'manual', 1, '2026-01-01 00:00:00', 0)"
+            )
+        )
+        for number, owner in enumerate(("alice", "alice", "bob")):
+            connection.execute(
+                text(
+                    "INSERT INTO retrieval_events (retrieval_id, owner, query, variant, results, "
+                    "used_ids, created_at, cache_hit, parts) VALUES (:id, :owner, "
+                    "'where is  the vpn', 'learned', '[]', '[\"m1\"]', '2026-01-01 00:00:00', "
+                    "0, '[]')"
+                ),
+                {"id": f"r{number}", "owner": owner},
+            )
+    to("head")
+    with engine.connect() as connection:
+        rows = connection.execute(
+            text("SELECT memory_id, owner, anchor_text, uses FROM fact_anchors ORDER BY 1, 2, 3")
+        ).all()
+    assert [tuple(r) for r in rows] == [
+        ("m1", "*", "who knows", 2),  # no logged feedback explains it
+        ("m1", "alice", "where is the vpn", 2),
+        ("m1", "bob", "where is the vpn", 1),
+        ("m2", "shared", "the launch date", 0),
+    ]
+    with Session(engine) as session:
+        before = read_generation(session, "fact_anchors")
+    with engine.begin() as connection:  # the change counter's trigger is back
+        connection.execute(text("UPDATE fact_anchors SET uses = uses + 1 WHERE owner = 'bob'"))
+    with Session(engine) as session:
+        assert read_generation(session, "fact_anchors") > before
+    to("0005", down=True)
+    with engine.connect() as connection:
+        merged = connection.execute(
+            text("SELECT memory_id, anchor_text FROM fact_anchors ORDER BY 1, 2")
+        ).all()
+    assert [tuple(r) for r in merged] == [
+        ("m1", "where is the vpn"),
+        ("m1", "who knows"),
+        ("m2", "the launch date"),
+    ]
+    engine.dispose()

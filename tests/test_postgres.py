@@ -120,7 +120,7 @@ def test_generation_triggers_count_every_change(postgres_url: str) -> None:
             connection.execute(text("UPDATE query_cache SET success_count = 1 WHERE owner = 'ann'"))
             connection.execute(text("DELETE FROM query_cache WHERE owner = 'bob'"))
             connection.execute(
-                text("INSERT INTO fact_anchors VALUES ('m', 'q', 'manual', 1.0, now(), 0)")
+                text("INSERT INTO fact_anchors VALUES ('m', 'o', 'q', 'manual', 1.0, now(), 0)")
             )
         from sqlalchemy.orm import Session
 

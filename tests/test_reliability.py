@@ -60,8 +60,8 @@ def test_check_finds_and_repairs_orphaned_rows(service: MemoryService) -> None:
     with service.db.session() as session:  # as a crash between two writes would leave it
         session.execute(
             text(
-                "INSERT INTO fact_anchors (memory_id, anchor_text, source, confidence, "
-                "created_at, uses) VALUES ('gone', 'q', 'manual', 1, '2024-01-01', 0)"
+                "INSERT INTO fact_anchors (memory_id, owner, anchor_text, source, confidence, "
+                "created_at, uses) VALUES ('gone', 'o', 'q', 'manual', 1, '2024-01-01', 0)"
             )
         )
         session.execute(

@@ -14,7 +14,7 @@ from tribal_memory.store.base import ScoredMemory
 def _memory(memory_id: str) -> Memory:
     now = datetime.now(UTC)
     return Memory(
-        memory_id, memory_id, "o", "fact", (), None, None, None, None, now, now, None, "", {}
+        memory_id, memory_id, "o", "fact", (), None, None, None, None, now, now, None, {}
     )
 
 

@@ -18,7 +18,8 @@ import httpx
 import pytest
 import schemathesis
 import uvicorn
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
+from schemathesis.core import NotSet
 
 from tribal_memory.api import create_app
 from tribal_memory.config import Settings
@@ -91,6 +92,89 @@ def test_no_5xx_and_errors_in_the_documented_shape(case: schemathesis.Case, base
         assert set(body) == {"error", "detail", "status"}, where
         assert body["status"] == response.status_code, where
         assert isinstance(body["error"], str) and isinstance(body["detail"], str), where
+
+
+BROWSER_ATTACKS = {
+    "foreign host": ({"host": "evil.example"}, 421, "invalid_host"),
+    "foreign origin": ({"origin": "http://evil.example"}, 403, "forbidden_origin"),
+    "null origin": ({"origin": "null"}, 403, "forbidden_origin"),
+}
+"""Headers a web page (DNS rebinding, a cross-site request) would send, and the answer."""
+
+
+def _stored(base_url: str) -> int:
+    count: int = httpx.get(f"{base_url}/v1/stats").json()["memories"]
+    return count
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("attack", sorted(BROWSER_ATTACKS))
+@schema.parametrize()
+@settings(
+    max_examples=3,
+    phases=[Phase.generate],  # generated cases only: schemathesis's explicit ones are many
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+    database=None,
+    derandomize=True,
+)
+def test_browser_requests_are_refused_on_every_operation(
+    case: schemathesis.Case, base_url: str, attack: str
+) -> None:
+    headers, status, code = BROWSER_ATTACKS[attack]
+    before = _stored(base_url)
+    response = case.call(base_url=base_url, headers=headers, timeout=30)
+    where = f"{attack}: {case.method} {case.formatted_path} -> {response.status_code}"
+    if response.status_code == 405:  # a method the route lacks (generated): never routed
+        assert _stored(base_url) == before, where
+        return
+    if case.operation.path == "/health" or case.operation.path.startswith("/schema"):
+        # Public, read-only routes: the Host check holds them too; an Origin on a
+        # GET of public docs reads nothing a page could not fetch itself.
+        assert response.status_code in (200, status, 404), where
+    else:
+        assert response.status_code == status, where
+        assert response.json() == {
+            "error": code,
+            "detail": response.json()["detail"],
+            "status": status,
+        }
+    assert _stored(base_url) == before, where
+
+
+@pytest.mark.slow
+@schema.parametrize()
+@settings(
+    max_examples=3,
+    phases=[Phase.generate],  # generated cases only: schemathesis's explicit ones are many
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+    database=None,
+    derandomize=True,
+)
+def test_simple_request_bodies_are_415(case: schemathesis.Case, base_url: str) -> None:
+    """Bodies a page can send without a preflight (text/plain, forms) never reach a handler."""
+    if isinstance(case.body, NotSet) or case.media_type is None:
+        return  # no body: nothing a page could plant
+    if case.method.upper() != case.operation.method.upper():
+        return  # a generated call of another method (OPTIONS, TRACE): no body is read
+    before = _stored(base_url)
+    for media_type in ("text/plain", "application/x-www-form-urlencoded"):
+        raw = json.dumps(case.body, default=str).encode()
+        response = httpx.request(
+            case.method,
+            f"{base_url}{case.formatted_path}",
+            params=case.query,
+            content=raw,
+            headers={"content-type": media_type},
+            timeout=30,
+        )
+        where = f"{media_type}: {case.method} {case.formatted_path} -> {response.status_code}"
+        if response.status_code == 405:  # a method the route lacks (generated): never routed
+            continue
+        assert response.status_code == 415, where
+        assert response.json()["error"] == "unsupported_media_type", where
+    assert _stored(base_url) == before
 
 
 @pytest.mark.slow

@@ -6,12 +6,14 @@ Every case checks the status, the JSON error shape, and that nothing was written
 from __future__ import annotations
 
 import base64
+import json
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
+import numpy as np
 import pytest
 from litestar import Litestar
 from litestar.testing import TestClient
@@ -230,3 +232,262 @@ def test_documents_over_the_chunk_or_character_limit_are_413(
     response = limited.post("/v1/documents", json={"path": "long.txt", "text": long})
     assert "characters" in _assert_error(response, 413, "too_large")["detail"]
     assert _memories(limited) == 0
+
+
+# -- owners: relations, anchors, shared scope (TRIBAL_AUTH=required) ------------------
+
+
+@pytest.fixture
+def secured(tmp_path: Path, embedder: FastEmbedEmbedder) -> Iterator[TestClient[Litestar]]:
+    settings = Settings(data_dir=tmp_path / "data", auth="required")
+    with TestClient(base_url=LOCAL_URL, app=create_app(settings, embedder=embedder)) as c:
+        yield c
+
+
+def _key(client: TestClient[Litestar], owner: str, *, admin: bool = False) -> dict[str, str]:
+    service = client.app.state["service"]
+    _, token = service.keys.create(owner, admin=admin)
+    return {"Authorization": f"Bearer {token}"}
+
+
+def _capture(client: TestClient[Litestar], headers: dict[str, str], content: str, **kw: Any) -> str:
+    response = client.post("/v1/memories", json={"content": content, **kw}, headers=headers)
+    assert response.status_code == 201, response.text
+    memory_id: str = response.json()["memory"]["memory_id"]
+    return memory_id
+
+
+def test_unrelate_needs_both_ends_visible_and_answers_one_404(
+    secured: TestClient[Litestar],
+) -> None:
+    alice, bob = _key(secured, "alice"), _key(secured, "bob")
+    common = _capture(secured, bob, "The office opens at nine", owner="shared")
+    private = _capture(secured, bob, "Bob's locker code is 4821")
+    edge = {"source_id": common, "target_id": private, "type": "mentions"}
+    assert secured.post("/v1/relations", json=edge, headers=bob).status_code in (200, 201)
+
+    existing = secured.request("DELETE", "/v1/relations", json=edge, headers=alice)
+    missing = secured.request(
+        "DELETE", "/v1/relations", json={**edge, "type": "mentions-not"}, headers=alice
+    )
+    for response, kind in ((existing, "mentions"), (missing, "mentions-not")):
+        body = _assert_error(response, 404, "not_found")
+        assert body["detail"] == f"no relation {common} -[{kind}]-> {private}"
+    edges = secured.get(f"/v1/memories/{private}/relations", headers=bob).json()["relations"]
+    assert [e["type"] for e in edges] == ["mentions"]  # still there
+    gone = secured.request("DELETE", "/v1/relations", json=edge, headers=bob)
+    assert gone.status_code == 204
+
+
+def _teach(client: TestClient[Litestar], headers: dict[str, str], query: str, memory: str) -> None:
+    """Search with feedback and report ``memory`` used, twice (anchor_min_uses)."""
+    for _ in range(2):
+        found = client.post(
+            "/v1/search", json={"query": query, "k": 10, "feedback": True}, headers=headers
+        ).json()
+        assert memory in [h["memory_id"] for h in found["hits"]]
+        used = {"retrieval_id": found["retrieval_id"], "used_ids": [memory]}
+        assert client.post("/v1/feedback", json=used, headers=headers).status_code == 200
+
+
+FACTS = [
+    "The staging database runs PostgreSQL 16 on db-stage-2",
+    "Deploys go out every Tuesday after the standup",
+    "The VPN endpoint is vpn.example.org on port 1194",
+    "Expense reports are due on the fifth of each month",
+]
+
+
+def test_anchors_belong_to_the_owner_whose_feedback_made_them(
+    secured: TestClient[Litestar],
+) -> None:
+    alice, bob = _key(secured, "alice"), _key(secured, "bob")
+    ids = [_capture(secured, alice, fact, owner="shared") for fact in FACTS]
+    question = "which port does the company VPN listen on"
+    _teach(secured, alice, question, ids[2])
+
+    def anchors(headers: dict[str, str]) -> list[dict[str, Any]]:
+        route = f"/v1/memories/{ids[2]}/anchors"
+        found: list[dict[str, Any]] = secured.get(route, headers=headers).json()["anchors"]
+        return found
+
+    assert [(a["text"], a["owner"], a["active"]) for a in anchors(alice)] == [
+        (question, "alice", True)
+    ]
+    assert anchors(bob) == []  # alice's question is not shown to bob
+    body = {"query": question, "k": 4}
+    alice_hits = secured.post("/v1/search", json=body, headers=alice).json()["hits"]
+    bob_hits = secured.post("/v1/search", json=body, headers=bob).json()["hits"]
+    assert {h["memory_id"]: h["anchor_match"] for h in alice_hits}[ids[2]]
+    assert all(h["anchor_match"] is None for h in bob_hits)
+    memory = secured.get(f"/v1/memories/{ids[2]}", headers=bob).json()
+    assert question not in json.dumps(memory)
+
+
+def test_planted_anchors_cannot_switch_off_another_owners(
+    secured: TestClient[Litestar],
+) -> None:
+    alice, mallory = _key(secured, "alice"), _key(secured, "mallory")
+    target = _capture(secured, alice, "Alice's parking spot is number 17 in garage B")
+    secured.post(
+        f"/v1/memories/{target}/anchors", json={"text": "where do I park my car"}, headers=alice
+    )
+    planted = [
+        _capture(secured, mallory, f"Note {i}: the cafeteria menu changes on Mondays")
+        for i in range(64)
+    ]
+    for memory_id in planted:
+        response = secured.post(
+            f"/v1/memories/{memory_id}/anchors",
+            json={"text": "where do I park my car"},
+            headers=mallory,
+        )
+        assert response.status_code == 201
+    hits = secured.post(
+        "/v1/search", json={"query": "where do I park my car", "k": 5}, headers=alice
+    ).json()["hits"]
+    assert hits[0]["memory_id"] == target
+    assert hits[0]["anchor_match"] == pytest.approx(1.0)
+    stats = secured.get("/v1/stats/retrieval", headers=alice).json()
+    assert stats["anchors"] == 1  # alice's own, not mallory's 64
+
+
+def test_searching_shared_is_logged_under_the_caller(secured: TestClient[Litestar]) -> None:
+    alice, bob, admin = (
+        _key(secured, "alice"),
+        _key(secured, "bob"),
+        _key(secured, "ops", admin=True),
+    )
+    ids = [_capture(secured, alice, fact, owner="shared") for fact in FACTS]
+    question = "when are deploys shipped?"
+    found = secured.post(
+        "/v1/search",
+        json={"query": question, "owner": "shared", "feedback": True, "k": 4},
+        headers=alice,
+    ).json()
+    used = {"retrieval_id": found["retrieval_id"], "used_ids": [ids[1]], "owner": "shared"}
+    _assert_error(secured.post("/v1/feedback", json=used, headers=bob), 404, "not_found")
+    exported = secured.get("/v1/export", params={"owner": "shared"}, headers=bob).text
+    assert question not in exported
+    mine = secured.post("/v1/feedback", json={**used, "owner": None}, headers=alice)
+    assert mine.status_code == 200
+    events = secured.get("/v1/stats/retrieval", headers=alice).json()["overall"]
+    assert events["retrievals"] == 1
+    assert secured.get("/v1/stats/retrieval", headers=bob).json()["overall"]["retrievals"] == 0
+
+    pin = {"variant": "baseline"}
+    _assert_error(secured.put("/v1/variants/shared", json=pin, headers=alice), 403, "forbidden")
+    _assert_error(secured.delete("/v1/variants/shared", headers=alice), 403, "forbidden")
+    assert secured.put("/v1/variants/shared", json=pin, headers=admin).status_code == 200
+    assert secured.put("/v1/variants/alice", json=pin, headers=alice).status_code == 200
+
+
+# -- bad input that was a 500 --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "path", ["/v1/memories", "/v1/memories/batch", "/v1/search", "/v1/feedback"]
+)
+def test_deeply_nested_json_is_400(client: TestClient[Litestar], path: str) -> None:
+    deep = b'{"content": "x", "query": "x", "metadata": ' + b"[" * 5000 + b"]" * 5000 + b"}"
+    response = client.post(path, content=deep, headers={"content-type": "application/json"})
+    assert response.status_code == 400, response.text
+    assert response.json()["status"] == 400
+    assert _memories(client) == 0
+
+
+@pytest.mark.parametrize("when", ["0001-01-01T00:00:00+05:00", "9999-12-31T23:59:59-05:00"])
+def test_times_out_of_range_in_utc_are_400(client: TestClient[Litestar], when: str) -> None:
+    one = {"content": "the boiler was serviced", "event_time": when}
+    _assert_error(client.post("/v1/memories", json=one), 400, "invalid_input")
+    batch = {"memories": [{"content": "fine"}, one]}
+    _assert_error(client.post("/v1/memories/batch", json=batch), 400, "invalid_input")
+    assert _memories(client) == 0
+    memory_id = client.post("/v1/memories", json={"content": "kept"}).json()["memory"]["memory_id"]
+    patch = client.patch(f"/v1/memories/{memory_id}", json={"event_time": when})
+    _assert_error(patch, 400, "invalid_input")
+    assert client.get(f"/v1/memories/{memory_id}").json()["event_time"] is None
+    stats = client.get("/v1/stats/retrieval", params={"since": when})
+    _assert_error(stats, 400, "invalid_input")
+
+
+def _export_lines(client: TestClient[Litestar]) -> list[dict[str, Any]]:
+    client.post("/v1/memories", json={"content": "the printer is on floor 2"})
+    lines = [json.loads(line) for line in client.get("/v1/export").text.splitlines()]
+    client.delete(f"/v1/memories/{lines[1]['memory']['memory_id']}")
+    assert _memories(client) == 0
+    return lines
+
+
+def _import(client: TestClient[Litestar], lines: list[dict[str, Any]]) -> httpx.Response:
+    body = "".join(json.dumps(line) + "\n" for line in lines).encode()
+    return client.post("/v1/import", content=body, headers={"content-type": "application/x-ndjson"})
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "status"),
+    [
+        ("memory_id", "../../etc", 400),
+        ("memory_id", "5B8F6A2E-3C1D-4E7F-9A0B-1C2D3E4F5A6B", 400),
+        ("created_at", "0001-01-01T00:00:00+05:00", 400),
+        ("event_time", "9999-12-31T23:59:59-05:00", 400),
+        ("tags", [f"t{i}" for i in range(300)], 413),
+        ("metadata", {"blob": "x" * 70_000}, 413),
+    ],
+)
+def test_bad_import_fields_are_refused_and_write_nothing(
+    client: TestClient[Litestar], field: str, value: Any, status: int
+) -> None:
+    lines = _export_lines(client)
+    lines[1]["memory"][field] = value
+    response = _import(client, lines)
+    body = _assert_error(response, status, "invalid_input" if status == 400 else "too_large")
+    assert "line 2" in body["detail"]
+    assert _memories(client) == 0
+
+
+def test_a_nan_vector_is_400_without_internal_paths(client: TestClient[Litestar]) -> None:
+    lines = _export_lines(client)
+    dim = lines[0]["embedding_dim"]
+    vector = np.full(dim, np.nan, dtype="<f4")
+    lines[1]["vector"] = base64.b64encode(vector.tobytes()).decode()
+    body = _assert_error(_import(client, lines), 400, "invalid_input")
+    assert "NaN" in body["detail"] and ".rs" not in body["detail"] and "/" not in body["detail"]
+    assert _memories(client) == 0
+
+
+def test_tag_and_metadata_limits_on_capture_and_patch(client: TestClient[Litestar]) -> None:
+    many = {"content": "tagged", "tags": [f"t{i}" for i in range(100_000)]}
+    _assert_error(client.post("/v1/memories", json=many), 413, "too_large")
+    big = {"content": "with metadata", "metadata": {"blob": "x" * 15_000_000}}
+    _assert_error(client.post("/v1/memories", json=big), 413, "too_large")
+    assert _memories(client) == 0
+    memory_id = client.post("/v1/memories", json={"content": "kept"}).json()["memory"]["memory_id"]
+    patch = client.patch(f"/v1/memories/{memory_id}", json={"metadata": {"blob": "x" * 70_000}})
+    _assert_error(patch, 413, "too_large")
+    assert client.get(f"/v1/memories/{memory_id}").json()["metadata"] == {}
+
+
+def test_cache_invalidation_matches_ids_literally(
+    tmp_path: Path, embedder: FastEmbedEmbedder
+) -> None:
+    """A ``%`` or ``_`` in an id is not a LIKE wildcard: other cache entries stay."""
+    from sqlalchemy import select
+
+    from tribal_memory.learned.invalidation import forget_cached
+    from tribal_memory.service import MemoryService
+    from tribal_memory.tables import QueryCacheRow
+
+    with MemoryService(Settings(data_dir=tmp_path / "d"), embedder=embedder) as service:
+        with service.db.session() as session:
+            session.add(
+                QueryCacheRow(
+                    owner="o",
+                    query_key="k",
+                    query_text="q",
+                    memory_ids=["5b8f6a2e-3c1d-4e7f-9a0b-1c2d3e4f5a6b"],
+                )
+            )
+        assert forget_cached(service.db, ["%", "5b8f6a2e_3c1d%"]) == 0
+        with service.db.session() as session:
+            assert session.scalars(select(QueryCacheRow.query_key)).all() == ["k"]

@@ -229,7 +229,9 @@ def test_delete_cascades_to_relations_and_learned_rows(service: MemoryService) -
                 owner="alice", query_key="drink like", memory_id=a.memory_id, weight=0.5
             )
         )
-        session.add(FactAnchorRow(memory_id=a.memory_id, anchor_text="what does alice drink"))
+        session.add(
+            FactAnchorRow(memory_id=a.memory_id, owner="alice", anchor_text="what does alice drink")
+        )
     service.delete(a.memory_id)
     assert service.stats().relations == 0
     with service.db.session() as session:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -31,7 +32,6 @@ def _memory(memory_id: str, content: str, owner: str = "o") -> Memory:
         now,
         now,
         None,
-        "",
         {"k": 1},
     )
 
@@ -147,7 +147,8 @@ def test_nearest_finds_twins_of_rows_written_since_the_index_was_built(tmp_path:
     store, vectors = _indexed_store(tmp_path, 2000)
     fresh = _unit(4, 16, seed=5)
     store.add([_memory(f"n{i}", f"new {i}", owner="big-0") for i in range(4)], fresh)
-    store.set_anchor_text("m00010", "an anchor rewrites the row outside the index")
+    moved = store.get(["m00010"])["m00010"]
+    store.replace(dataclasses.replace(moved, tags=("moved",)), None)  # rewritten outside the index
     store.delete(["n3"])
     big = SearchFilters(owner="big-0", include_shared=False)
     queries = _twins(np.vstack([fresh, vectors[[10, 500]]]), seed=6)

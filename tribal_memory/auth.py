@@ -78,6 +78,17 @@ class Caller:
             return SHARED_OWNER
         raise Forbidden(f"this key acts for owner {self.owner!r}, not {requested!r}")
 
+    @property
+    def learner(self) -> str | None:
+        """The owner whose learned data this caller's searches use and feed.
+
+        A non-admin key learns as its own owner whatever scope it searches (a
+        search of only ``shared`` memories is still its own); None for admin
+        keys and the open caller: the searched scope (see
+        :func:`tribal_memory.learned.layer.scope_of`).
+        """
+        return None if self.admin else self.owner
+
     def write_owner(self, requested: str | None) -> str:
         """The owner a new memory gets, given the owner a request names.
 

@@ -81,6 +81,10 @@ class Settings(BaseSettings):
 
     max_content_chars: int = Field(default=20_000, ge=1)
     """Longest memory content accepted, in characters (longer: HTTP 413)."""
+    max_tags: int = Field(default=256, ge=1)
+    """Most tags on one memory (more: HTTP 413)."""
+    max_metadata_bytes: int = Field(default=64 * 1024, ge=2)
+    """Largest ``metadata`` of one memory, in bytes of compact JSON (larger: HTTP 413)."""
     max_batch_size: int = Field(default=512, ge=1)
     """Most memories in one batch capture (more: HTTP 413)."""
     max_k: int = Field(default=200, ge=1)

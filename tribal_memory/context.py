@@ -257,6 +257,7 @@ def build_context(
     min_score: float = 0.3,
     include_neighbors: bool = True,
     max_tokens: int | None = None,
+    learner: str | None = None,
 ) -> KnowledgeContext:
     """The ``<knowledge-graph>`` block for ``prompt``, searched as ``owner``.
 
@@ -268,6 +269,7 @@ def build_context(
 
     Args:
         owner: The agent: its memories plus shared ones (None: every owner).
+        learner: Whose learned data the search uses and feeds (None: ``owner``).
         top_k: Most hits, at least 1.
         min_score: Least fused score of a hit, in [0, 1].
         include_neighbors: Add the "Related notes (graph neighbors)" section.
@@ -293,6 +295,7 @@ def build_context(
         filters=SearchFilters(owner=owner),
         mode="hybrid",
         min_score=min_score,
+        learner=learner,
     )
     if not result.hits:
         return KnowledgeContext("", "no_match", result.retrieval_id, (), (), 0)

@@ -61,7 +61,6 @@ class Memory:
     created_at: datetime
     updated_at: datetime
     event_time: datetime | None
-    anchor_text: str
     metadata: dict[str, Any]
 
 
@@ -342,6 +341,8 @@ class Anchor:
     ``"learned"`` (from feedback; active once ``uses`` reaches the setting
     ``anchor_min_uses``). ``confidence`` in [0, 1]: 1.0 for manual anchors,
     else the share of the ``anchor_min_uses`` successes reached (capped at 1).
+    ``owner``: whose searches use it (the owner whose feedback made a learned
+    anchor, the memory's owner for a manual one; ``shared``: everyone's).
     """
 
     memory_id: str
@@ -351,6 +352,7 @@ class Anchor:
     uses: int
     active: bool
     created_at: datetime
+    owner: str
 
 
 def memory_to_json(memory: Memory) -> dict[str, Any]:
@@ -368,7 +370,6 @@ def memory_to_json(memory: Memory) -> dict[str, Any]:
         "created_at": memory.created_at.isoformat(),
         "updated_at": memory.updated_at.isoformat(),
         "event_time": memory.event_time.isoformat() if memory.event_time else None,
-        "anchor_text": memory.anchor_text,
         "metadata": memory.metadata,
     }
 
@@ -393,6 +394,5 @@ def memory_from_json(data: dict[str, Any]) -> Memory:
         created_at=datetime.fromisoformat(data["created_at"]),
         updated_at=datetime.fromisoformat(data["updated_at"]),
         event_time=datetime.fromisoformat(event_time) if event_time else None,
-        anchor_text=data.get("anchor_text", ""),
         metadata=dict(data.get("metadata") or {}),
     )

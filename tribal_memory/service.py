@@ -23,6 +23,7 @@ from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
 from tribal_memory.errors import Conflict, InvalidInput, NotFound, StoreUnavailable, TooLarge
 from tribal_memory.graph import RelationGraph
 from tribal_memory.learned import forget_cached, forget_learned
+from tribal_memory.learned.anchors import owners_for
 from tribal_memory.learned.feedback import RetrievalEvent
 from tribal_memory.learned.layer import Retriever, event_results, scope_of
 from tribal_memory.learned.stats import Bucket, RetrievalStats, retrieval_stats
@@ -53,8 +54,10 @@ from tribal_memory.validation import (
     check_content,
     check_k,
     check_kind,
+    check_metadata,
     check_owner,
     check_tags,
+    check_time,
     validated_memory,
 )
 
@@ -182,7 +185,13 @@ class MemoryService:
             )
         now = _now()
         memories = [
-            validated_memory(item, now, max_content_chars=self.settings.max_content_chars)
+            validated_memory(
+                item,
+                now,
+                max_content_chars=self.settings.max_content_chars,
+                max_tags=self.settings.max_tags,
+                max_metadata_bytes=self.settings.max_metadata_bytes,
+            )
             for item in items
         ]
         stored = self.store.get(list({m.memory_id for m in memories}))
@@ -304,7 +313,7 @@ class MemoryService:
         current = self.get(memory_id, owner=owner)
         # Every anchor (learned and manual) goes with the rest of the learned data
         # below (DESIGN §2: an update invalidates all that points at the memory).
-        changes: dict[str, object] = {"updated_at": _now(), "anchor_text": ""}
+        changes: dict[str, object] = {"updated_at": _now()}
         vector = None
         if patch.content is not None:
             content = check_content(patch.content, self.settings.max_content_chars)
@@ -315,16 +324,16 @@ class MemoryService:
                 changes["content"] = content
                 vector = self.embedder.embed(content)
         if patch.tags is not None:
-            changes["tags"] = check_tags(patch.tags)
+            changes["tags"] = check_tags(patch.tags, self.settings.max_tags)
         if patch.kind is not None:
             check_kind(patch.kind)
             changes["kind"] = patch.kind
         if patch.source is not None:
             changes["source"] = patch.source
         if patch.event_time is not None:
-            changes["event_time"] = patch.event_time.astimezone(UTC)
+            changes["event_time"] = check_time(patch.event_time, "event_time")
         if patch.metadata is not None:
-            changes["metadata"] = dict(patch.metadata)
+            changes["metadata"] = check_metadata(patch.metadata, self.settings.max_metadata_bytes)
         updated = dataclasses.replace(current, **changes)  # type: ignore[arg-type]
         # Under the references lock, as delete: a feedback loading a weight row of
         # this memory must not have it removed under its feet.
@@ -423,6 +432,7 @@ class MemoryService:
         min_score: float = 0.0,
         learned: LearnedParts | None = None,
         context: bool = False,
+        learner: str | None = None,
     ) -> SearchResult:
         """Embedding-similarity recall (:meth:`search` with ``mode="vector"``).
 
@@ -443,6 +453,7 @@ class MemoryService:
             min_score=min_score,
             learned=learned,
             context=context,
+            learner=learner,
         )
 
     def search(
@@ -455,6 +466,7 @@ class MemoryService:
         min_score: float = 0.0,
         learned: LearnedParts | None = None,
         context: bool = False,
+        learner: str | None = None,
     ) -> SearchResult:
         """Hybrid (vector + BM25) search over memories passing ``filters``.
 
@@ -468,6 +480,11 @@ class MemoryService:
         yet, results equal plain search exactly. With ``context``, the result
         also carries each document chunk hit's parent and neighbouring chunks
         (:func:`tribal_memory.chunk_context.chunk_context`), apart from the hits.
+
+        ``learner`` is the owner whose learned data (and A/B variant) the
+        search uses: the caller's own owner when it searches another scope
+        (e.g. only ``shared`` memories); None: the scope of ``filters``
+        (``filters.owner``, or all owners).
 
         Returns:
             A :class:`SearchResult`; every hit has its fused ``score`` and its
@@ -486,11 +503,18 @@ class MemoryService:
         if mode not in ("hybrid", "vector", "text"):
             raise InvalidInput(f"mode must be hybrid, vector or text, not {mode!r}")
         filters = filters or SearchFilters()
+        learner = learner if learner is not None else scope_of(filters)
         if learned is None:
-            variant = self.retriever.variant_for(scope_of(filters))
+            variant = self.retriever.variant_for(learner)
             learned = self.settings.learned_parts if variant == "learned" else LearnedParts.none()
         result = self.retriever.search(
-            query, k=k, filters=filters, mode=mode, min_score=min_score, parts=learned
+            query,
+            k=k,
+            filters=filters,
+            mode=mode,
+            min_score=min_score,
+            parts=learned,
+            learner=learner,
         )
         if not context:
             return result
@@ -511,8 +535,12 @@ class MemoryService:
         min_score: float = 0.0,
         learned: LearnedParts | None = None,
         context: bool = False,
+        learner: str | None = None,
     ) -> SearchResult:
         """:meth:`search`, logged as a retrieval event that usage feedback can refer to.
+
+        The event belongs to ``learner`` (None: the scope of ``filters``): only
+        that owner may send its feedback, and what it teaches is that owner's.
 
         Returns:
             The search result with ``retrieval_id`` set; pass it with the ids
@@ -522,6 +550,7 @@ class MemoryService:
             As :meth:`search`.
         """
         filters = filters or SearchFilters()
+        learner = learner if learner is not None else scope_of(filters)
         result = self.search(
             query,
             k=k,
@@ -530,6 +559,7 @@ class MemoryService:
             min_score=min_score,
             learned=learned,
             context=context,
+            learner=learner,
         )
         parts = (
             learned
@@ -539,7 +569,7 @@ class MemoryService:
             )
         )
         retrieval_id = self.retriever.feedback.log(
-            owner=scope_of(filters),
+            owner=learner,
             query=query.strip(),
             variant=result.variant,
             results=event_results(result.hits),
@@ -587,31 +617,41 @@ class MemoryService:
     def add_anchor(self, memory_id: str, text: str, *, owner: str | None = None) -> Anchor:
         """Attach a manual anchor (a question the memory answers); active at once.
 
+        The anchor belongs to the memory's owner: every search that can see
+        the memory uses it (a ``shared`` memory's: everyone's).
+
         Raises:
             NotFound: no such memory visible to ``owner``.
             InvalidInput: empty or over-long anchor text.
         """
         with self._references_lock:
-            self.get(memory_id, owner=owner)
-            return self.retriever.anchors.add(memory_id, text)
+            memory = self.get(memory_id, owner=owner)
+            return self.retriever.anchors.add(memory_id, text, memory.owner)
 
     def anchors(self, memory_id: str, *, owner: str | None = None) -> list[Anchor]:
-        """Anchors of a memory, active and pending, most used first.
+        """Anchors of a memory that ``owner``'s searches use (None: every owner's), most used first.
+
+        Another owner's learned anchors (its questions) are not listed.
 
         Raises:
             NotFound: no such memory visible to ``owner``.
         """
         self.get(memory_id, owner=owner)
-        return self.retriever.anchors.anchors_of(memory_id)
+        owners = owners_for(owner) if owner is not None else None
+        return self.retriever.anchors.anchors_of(memory_id, owners)
 
     def remove_anchor(self, memory_id: str, text: str, *, owner: str | None = None) -> None:
         """Detach an anchor from a memory.
+
+        Only anchors ``owner``'s searches use (its own and ``shared`` ones; None:
+        any owner's) are removed.
 
         Raises:
             NotFound: no such memory visible to ``owner``, or no such anchor.
         """
         self.get(memory_id, owner=owner)
-        if not self.retriever.anchors.remove(memory_id, text):
+        owners = owners_for(owner) if owner is not None else None
+        if not self.retriever.anchors.remove(memory_id, text, owners):
             raise NotFound(f"memory {memory_id} has no anchor {text!r}")
 
     def pin_variant(self, owner: str, variant: Variant | None) -> None:
@@ -640,10 +680,11 @@ class MemoryService:
             since: Only retrievals at or after this time.
 
         Raises:
-            InvalidInput: an unknown bucket.
+            InvalidInput: an unknown bucket, or a ``since`` out of range in UTC.
         """
         if bucket not in ("day", "week"):
             raise InvalidInput(f"bucket must be day or week, not {bucket!r}")
+        since = check_time(since, "since")
         return retrieval_stats(
             self.db,
             owner=owner,

@@ -111,16 +111,23 @@ class QueryFactWeightRow(Base):
 
 
 class FactAnchorRow(Base):
-    """A query text attached to a memory so the memory is findable by it."""
+    """A query text attached to a memory so the memory is findable by it.
+
+    ``owner``: whose searches use the anchor: the owner whose feedback made a
+    learned anchor, the memory's owner for a manual one (``shared``: everyone's).
+    """
 
     __tablename__ = "fact_anchors"
 
     memory_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    owner: Mapped[str] = mapped_column(String(128), primary_key=True)
     anchor_text: Mapped[str] = mapped_column(String(1024), primary_key=True)
     source: Mapped[str] = mapped_column(String(16), default="learned")
     confidence: Mapped[float] = mapped_column(Float, default=0.0)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     uses: Mapped[int] = mapped_column(Integer, default=0)
+
+    __table_args__ = (Index("ix_fact_anchors_owner", "owner"),)
 
 
 class QueryExpansionRow(Base):

@@ -181,7 +181,11 @@ def _args(arguments: Mapping[str, Any] | None) -> Mapping[str, Any]:
 
 
 def memory_search(
-    service: MemoryService, arguments: Mapping[str, Any] | None, *, owner: str | None
+    service: MemoryService,
+    arguments: Mapping[str, Any] | None,
+    *,
+    owner: str | None,
+    learner: str | None = None,
 ) -> dict[str, Any]:
     """Hybrid search logged for feedback (see the module docstring for the shape).
 
@@ -190,6 +194,7 @@ def memory_search(
         arguments: ``{query, maxResults?, minScore?}``; other fields are ignored
             (OpenClaw's ``corpus`` among them: there is one corpus).
         owner: The caller: its memories plus shared ones (None: every owner).
+        learner: Whose learned data the search uses and feeds (None: ``owner``).
 
     Returns:
         The search answer, or ``{results: [], disabled: true, error}`` when the
@@ -209,7 +214,12 @@ def memory_search(
     k = min(max_results, service.settings.max_k)
     try:
         result = service.recall_with_feedback(
-            query, k=k, filters=SearchFilters(owner=owner), mode="hybrid", min_score=min_score
+            query,
+            k=k,
+            filters=SearchFilters(owner=owner),
+            mode="hybrid",
+            min_score=min_score,
+            learner=learner,
         )
     except (StoreUnavailable, EmbeddingError) as exc:
         return {"results": [], "disabled": True, "error": exc.detail}
@@ -356,7 +366,11 @@ def _join(left: str, right: str) -> str:
 
 
 def memory_feedback(
-    service: MemoryService, arguments: Mapping[str, Any] | None, *, owner: str | None
+    service: MemoryService,
+    arguments: Mapping[str, Any] | None,
+    *,
+    owner: str | None,
+    learner: str | None = None,
 ) -> dict[str, Any]:
     """Report which results of a ``memory_search`` the agent used, by path.
 
@@ -372,7 +386,8 @@ def memory_feedback(
 
     Args:
         arguments: ``{retrievalId, usedPaths}``.
-        owner: The caller (None: any retrieval).
+        owner: The caller's scope (None: any retrieval).
+        learner: The owner the retrieval must have been logged for (None: ``owner``).
 
     Returns:
         ``{retrievalId, usedPaths, ignoredPaths, usedIds, duplicate, anchorsCreated}``.
@@ -385,7 +400,7 @@ def memory_feedback(
     args = _args(arguments)
     retrieval_id = _string(args, "retrievalId")
     given = _strings(args, "usedPaths")
-    event = service.retrieval(retrieval_id, owner=owner)
+    event = service.retrieval(retrieval_id, owner=learner if learner is not None else owner)
     memories = service.get_many(event.result_ids, owner=owner)
     by_path: dict[str, list[Memory]] = {}
     for memory_id in event.result_ids:

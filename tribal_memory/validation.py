@@ -8,8 +8,10 @@ limit.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
+from typing import Any
 
 from tribal_memory.errors import InvalidInput, TooLarge
 from tribal_memory.models import MEMORY_KINDS, Memory, MemoryInput, memory_id_for
@@ -45,13 +47,52 @@ def check_content(content: str, max_chars: int) -> str:
     return content
 
 
-def check_tags(tags: Sequence[str]) -> tuple[str, ...]:
-    """Tags stripped, repeats dropped (first kept). Raises InvalidInput: an empty or long tag."""
+def check_tags(tags: Sequence[str], max_tags: int) -> tuple[str, ...]:
+    """Tags stripped, repeats dropped (first kept).
+
+    Raises:
+        InvalidInput: an empty or long tag. TooLarge: more than ``max_tags`` tags.
+    """
+    if len(tags) > max_tags:
+        raise TooLarge(f"{len(tags)} tags; the limit is {max_tags} (TRIBAL_MAX_TAGS)")
     cleaned = tuple(dict.fromkeys(t.strip() for t in tags))
     for tag in cleaned:
         if not tag or len(tag) > MAX_TAG_CHARS:
             raise InvalidInput(f"tags must be 1 to {MAX_TAG_CHARS} characters: {tag!r}")
     return cleaned
+
+
+def check_metadata(metadata: Mapping[str, Any], max_bytes: int) -> dict[str, Any]:
+    """``metadata`` as a plain dict, at most ``max_bytes`` bytes as compact JSON (UTF-8).
+
+    Raises:
+        InvalidInput: not JSON-serialisable, or nested too deeply to serialise.
+        TooLarge: over ``max_bytes`` bytes.
+    """
+    try:
+        size = len(json.dumps(metadata, separators=(",", ":")).encode("utf-8"))
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise InvalidInput(f"metadata is not a JSON object this server can store: {exc}") from exc
+    if size > max_bytes:
+        raise TooLarge(
+            f"metadata has {size} bytes as JSON; the limit is {max_bytes} "
+            "(TRIBAL_MAX_METADATA_BYTES)"
+        )
+    return dict(metadata)
+
+
+def check_time(value: datetime | None, name: str) -> datetime | None:
+    """``value`` in UTC (None stays None); a naive time is taken as UTC.
+
+    Raises:
+        InvalidInput: the time falls outside years 1-9999 once in UTC.
+    """
+    if value is None:
+        return None
+    try:
+        return value.astimezone(UTC) if value.tzinfo is not None else value.replace(tzinfo=UTC)
+    except (OverflowError, ValueError) as exc:
+        raise InvalidInput(f"{name} is out of range once converted to UTC: {value}") from exc
 
 
 def check_kind(kind: str) -> None:
@@ -68,7 +109,14 @@ def check_k(k: int, max_k: int) -> None:
         raise TooLarge(f"k={k} is over the limit of {max_k} (TRIBAL_MAX_K)")
 
 
-def validated_memory(item: MemoryInput, now: datetime, *, max_content_chars: int) -> Memory:
+def validated_memory(
+    item: MemoryInput,
+    now: datetime,
+    *,
+    max_content_chars: int,
+    max_tags: int,
+    max_metadata_bytes: int,
+) -> Memory:
     """The memory ``item`` describes, checked, with its deterministic id and times ``now``.
 
     Raises:
@@ -82,14 +130,13 @@ def validated_memory(item: MemoryInput, now: datetime, *, max_content_chars: int
         content=content,
         owner=owner,
         kind=item.kind,
-        tags=check_tags(item.tags),
+        tags=check_tags(item.tags, max_tags),
         source=item.source,
         doc_id=item.doc_id,
         chunk_index=item.chunk_index,
         parent_id=item.parent_id,
         created_at=now,
         updated_at=now,
-        event_time=item.event_time.astimezone(UTC) if item.event_time else None,
-        anchor_text="",
-        metadata=dict(item.metadata),
+        event_time=check_time(item.event_time, "event_time"),
+        metadata=check_metadata(item.metadata, max_metadata_bytes),
     )

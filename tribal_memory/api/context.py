@@ -43,5 +43,6 @@ def context(data: JSONBody[ContextRequest], service: Service, caller: CallerDep)
         min_score=data.min_score,
         include_neighbors=data.include_neighbors,
         max_tokens=data.max_tokens,
+        learner=caller.learner,
     )
     return msgspec.convert(context_json(built), ContextOut)

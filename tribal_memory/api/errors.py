@@ -106,6 +106,11 @@ def handle_http_exception(
     return error_response(_code_for(exc.status_code), detail, exc.status_code, exc.headers)
 
 
+def handle_too_deep(request: Request[Any, Any, Any], exc: RecursionError) -> Response[ErrorOut]:
+    """A JSON body nested deeper than the decoder's recursion limit: the client's error."""
+    return error_response("invalid_request", "JSON body is nested too deeply", 400)
+
+
 def handle_internal_error(request: Request[Any, Any, Any], exc: Exception) -> Response[ErrorOut]:
     """Anything unexpected: log the traceback, answer a fixed 500 without details."""
     logger.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
@@ -115,6 +120,7 @@ def handle_internal_error(request: Request[Any, Any, Any], exc: Exception) -> Re
 EXCEPTION_HANDLERS: ExceptionHandlersMap = {
     TribalError: handle_tribal_error,
     HTTPException: handle_http_exception,
+    RecursionError: handle_too_deep,
     Exception: handle_internal_error,
 }
 """Handlers for ``Litestar(exception_handlers=...)``; the most specific class wins."""

@@ -27,6 +27,9 @@ from tribal_memory.api.schemas import (
     VariantOut,
     VariantRequest,
 )
+from tribal_memory.auth import Caller
+from tribal_memory.errors import Forbidden
+from tribal_memory.models import SHARED_OWNER
 
 
 class FeedbackController(Controller):
@@ -56,7 +59,8 @@ class FeedbackController(Controller):
             Conflict: 409, the retrieval already has feedback with other ids.
             Forbidden: 403, a non-admin key named another ``owner``.
         """
-        owner = caller.scope(data.owner)
+        scope = caller.scope(data.owner)
+        owner = caller.learner if caller.learner is not None else scope
         result = service.record_usage_feedback(data.retrieval_id, data.used_ids, owner=owner)
         return feedback_out(result)
 
@@ -122,6 +126,19 @@ class AnchorsController(Controller):
         service.remove_anchor(memory_id, text, owner=owner_scope)
 
 
+def _own_variant(caller: Caller, owner: str) -> str:
+    """The owner whose pin ``caller`` may change: its own; any for an admin.
+
+    Raises:
+        Forbidden: a non-admin key named another owner, or ``shared`` (the
+            variant of searches in that scope, which every owner runs).
+    """
+    resolved = caller.write_owner(owner)
+    if resolved == SHARED_OWNER and not caller.admin:
+        raise Forbidden("only an admin key may pin the variant of 'shared'")
+    return resolved
+
+
 class VariantsController(Controller):
     """A/B variants: pin an owner to ``learned`` or ``baseline`` (plain search)."""
 
@@ -150,9 +167,9 @@ class VariantsController(Controller):
 
         Raises:
             InvalidInput: 400, an invalid owner or variant.
-            Forbidden: 403, a non-admin key named another owner.
+            Forbidden: 403, a non-admin key named another owner, or ``shared``.
         """
-        owner = caller.write_owner(owner)
+        owner = _own_variant(caller, owner)
         service.pin_variant(owner, data.variant)
         return VariantOut(owner=owner, variant=service.variant_for(owner))
 
@@ -167,6 +184,6 @@ class VariantsController(Controller):
 
         Raises:
             InvalidInput: 400, an invalid owner.
-            Forbidden: 403, a non-admin key named another owner.
+            Forbidden: 403, a non-admin key named another owner, or ``shared``.
         """
-        service.pin_variant(caller.write_owner(owner), None)
+        service.pin_variant(_own_variant(caller, owner), None)

@@ -31,6 +31,7 @@ def _search(
         min_score=data.min_score,
         learned=data.learned_parts(),
         context=data.context,
+        learner=caller.learner,
     )
     return search_out(result)
 

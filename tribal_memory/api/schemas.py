@@ -129,7 +129,6 @@ class MemoryOut(msgspec.Struct):
     created_at: datetime
     updated_at: datetime
     event_time: datetime | None
-    anchor_text: str
     metadata: dict[str, Any]
 
 
@@ -338,7 +337,8 @@ class AnchorOut(msgspec.Struct):
 
     ``source``: ``manual`` (added by hand) or ``learned`` (from feedback,
     ``active`` once used often enough). ``confidence`` in [0, 1]: 1.0 for
-    manual anchors, else the share of the needed uses reached.
+    manual anchors, else the share of the needed uses reached. ``owner``:
+    whose searches use it (``shared``: everyone's).
     """
 
     memory_id: str
@@ -348,6 +348,7 @@ class AnchorOut(msgspec.Struct):
     uses: int
     active: bool
     created_at: datetime
+    owner: str
 
 
 class AnchorsOut(msgspec.Struct):

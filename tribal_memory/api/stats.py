@@ -64,5 +64,7 @@ def retrieval_stats(
     """
     if since is not None and since.tzinfo is None:
         raise InvalidInput("since must carry a time zone (e.g. 2026-01-01T00:00:00Z)")
-    owner = caller.scope(owner)
+    scope = caller.scope(owner)
+    # A non-admin key sees its own retrievals, whatever scope it searched.
+    owner = caller.learner if caller.learner is not None else scope
     return retrieval_stats_out(service.retrieval_stats(owner=owner, bucket=bucket, since=since))

@@ -90,6 +90,7 @@ class ToolsController(Controller):
         data: JSONBody[MemorySearchIn],
         service: Service,
         agent: Agent,
+        caller: CallerDep,
     ) -> MemorySearchOut:
         """Hybrid search, logged for feedback; OpenClaw's ``memory_search``.
 
@@ -104,7 +105,7 @@ class ToolsController(Controller):
             TooLarge: 413, query over ``max_content_chars``.
         """
         arguments = _present(query=data.query, maxResults=data.maxResults, minScore=data.minScore)
-        answer = tools.memory_search(service, arguments, owner=agent)
+        answer = tools.memory_search(service, arguments, owner=agent, learner=caller.learner)
         return msgspec.convert(answer, MemorySearchOut)
 
     @post(
@@ -143,6 +144,7 @@ class ToolsController(Controller):
         data: JSONBody[MemoryFeedbackIn],
         service: Service,
         agent: Agent,
+        caller: CallerDep,
     ) -> MemoryFeedbackOut:
         """Report which result paths of a ``memory_search`` the agent used.
 
@@ -156,5 +158,5 @@ class ToolsController(Controller):
             Conflict: 409, the retrieval already has feedback with other paths.
         """
         arguments = {"retrievalId": data.retrievalId, "usedPaths": data.usedPaths}
-        answer = tools.memory_feedback(service, arguments, owner=agent)
+        answer = tools.memory_feedback(service, arguments, owner=agent, learner=caller.learner)
         return msgspec.convert(answer, MemoryFeedbackOut)

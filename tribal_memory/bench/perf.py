@@ -122,7 +122,6 @@ def _import_body(facts: Sequence[Fact], vectors: Vector, embedder: Embedder) -> 
             created_at=now,
             updated_at=now,
             event_time=None,
-            anchor_text="",
             metadata={},
         )
         lines.append(dumps(memory_record(memory, vector)))

@@ -224,10 +224,11 @@ def _anchor_dict(anchor: Anchor) -> dict[str, Any]:
 
 
 def _anchors_table(anchors: list[Anchor]) -> Table:
-    table = Table("text", "source", "confidence", "uses", "active")
+    table = Table("text", "owner", "source", "confidence", "uses", "active")
     for anchor in anchors:
         table.add_row(
             anchor.text,
+            anchor.owner,
             anchor.source,
             f"{anchor.confidence:.2f}",
             str(anchor.uses),

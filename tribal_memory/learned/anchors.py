@@ -1,10 +1,16 @@
 """FactAnchors: past questions attached to the memories that answered them (DESIGN §4.4).
 
 A query whose feedback used a memory ``min_uses`` times becomes an *anchor* of
-that memory; anchors may also be added by hand. Active anchors are written to
-the memory's ``anchor_text`` (so a stored memory shows what it is known to
-answer) and searched as their own path: the match of a query with an anchor is
-the IDF-weighted share of the query's Snowball stems that the anchor contains,
+that memory; anchors may also be added by hand. Every anchor belongs to an
+owner: a learned one to the owner whose feedback made it, a manual one to
+its memory's owner. A search in scope ``S`` uses the anchors of ``S`` and of
+``shared`` (all of them for the all-owners scope ``*``), chosen before
+ranking, so no other owner's anchors can take its places or read its
+questions. Anchors live only in SQL (the ``fact_anchors`` table, mirrored in
+memory); changing one never rewrites a memory row. Active anchors are searched
+as their own path: the match of a query with an anchor is the IDF-weighted
+share of the query's Snowball stems that the anchor contains, computed over
+the anchors the scope uses,
 
     match = sum(idf(t) for t in Q & A) / sum(idf(t) for t in Q),
     idf(t) = log((N + 1) / df(t))    (N anchors, df(t) anchors with t; unseen t: df = 1)
@@ -21,7 +27,8 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC
 from typing import Literal
@@ -31,8 +38,7 @@ from sqlalchemy import delete, select
 from tribal_memory.db import Database, read_generation
 from tribal_memory.errors import InvalidInput
 from tribal_memory.learned.text import content_terms, stem
-from tribal_memory.models import Anchor
-from tribal_memory.store.base import MemoryStore
+from tribal_memory.models import SHARED_OWNER, Anchor
 from tribal_memory.tables import FactAnchorRow
 
 AnchorSource = Literal["manual", "learned", "llm"]
@@ -52,39 +58,50 @@ class AnchorMatch:
 
 
 @dataclass(slots=True)
-class _Corpus:
-    generation: int
+class _OwnerAnchors:
     memory_ids: list[str]  # one per active anchor
     stems: list[frozenset[str]]
-    df: dict[str, int]
+    df: Counter[str]
+
+
+@dataclass(slots=True)
+class _Corpus:
+    generation: int
+    by_owner: dict[str, _OwnerAnchors]
 
 
 def _stems(text: str) -> list[str]:
     return [stem(t) for t in content_terms(text, keep_question_words=False)]
 
 
+ALL_OWNERS = "*"
+"""Scope of searches over every owner: they use every owner's anchors."""
+
+
+def owners_for(scope: str) -> frozenset[str] | None:
+    """The owners whose anchors a search in ``scope`` uses; None: all."""
+    return None if scope == ALL_OWNERS else frozenset({scope, SHARED_OWNER})
+
+
 class AnchorIndex:
-    """The ``fact_anchors`` table, mirrored into ``anchor_text`` and a BM25 corpus.
+    """The ``fact_anchors`` table and, per owner, an in-memory corpus of its active anchors.
 
     Args:
         db: The SQL database.
-        store: The memory store whose ``anchor_text`` column is kept in step.
         min_uses: Successful uses before a learned anchor is active (>= 1).
-        max_per_memory: Most learned anchors kept per memory (most used win).
+        max_per_memory: Most learned anchors kept per memory and owner (most used win).
         min_match: Least match (in [0, 1]) that counts in :meth:`search`.
     """
 
     def __init__(
         self,
         db: Database,
-        store: MemoryStore,
         *,
         min_uses: int,
         max_per_memory: int,
         min_match: float = 0.5,
     ) -> None:
         self._db = db
-        self._store = store
         self.min_uses = min_uses
         self.max_per_memory = max_per_memory
         self.min_match = min_match
@@ -107,20 +124,28 @@ class AnchorIndex:
             row.uses,
             self._active(row),
             created,
+            row.owner,
         )
 
-    def anchors_of(self, memory_id: str) -> list[Anchor]:
-        """Anchors of one memory, active and pending, most used first ([] when none)."""
+    def anchors_of(self, memory_id: str, owners: Collection[str] | None = None) -> list[Anchor]:
+        """Anchors of one memory belonging to ``owners`` (None: all), most used first.
+
+        Returns:
+            Active and pending anchors; [] when none.
+        """
+        query = select(FactAnchorRow).where(FactAnchorRow.memory_id == memory_id)
+        if owners is not None:
+            query = query.where(FactAnchorRow.owner.in_(list(owners)))
         with self._db.session() as session:
             rows = session.scalars(
-                select(FactAnchorRow)
-                .where(FactAnchorRow.memory_id == memory_id)
-                .order_by(FactAnchorRow.uses.desc(), FactAnchorRow.anchor_text)
+                query.order_by(
+                    FactAnchorRow.uses.desc(), FactAnchorRow.anchor_text, FactAnchorRow.owner
+                )
             ).all()
             return [self._anchor(r) for r in rows]
 
-    def reinforce(self, memory_id: str, query: str) -> bool:
-        """Count one successful use of ``memory_id`` for ``query``.
+    def reinforce(self, memory_id: str, query: str, owner: str) -> bool:
+        """Count one successful use of ``memory_id`` for ``query`` by ``owner``'s searches.
 
         Returns:
             True when this use made the anchor active.
@@ -129,10 +154,15 @@ class AnchorIndex:
         if not _stems(text):
             return False
         with self._db.session() as session:
-            row = session.get(FactAnchorRow, (memory_id, text))
+            row = session.get(FactAnchorRow, (memory_id, owner, text))
             if row is None:
                 row = FactAnchorRow(
-                    memory_id=memory_id, anchor_text=text, source="learned", confidence=0.0, uses=0
+                    memory_id=memory_id,
+                    owner=owner,
+                    anchor_text=text,
+                    source="learned",
+                    confidence=0.0,
+                    uses=0,
                 )
                 session.add(row)
             was_active = self._active(row) if row.uses or row.source != "learned" else False
@@ -141,12 +171,11 @@ class AnchorIndex:
                 row.confidence = min(1.0, row.uses / self.min_uses)
             became_active = self._active(row) and not was_active
         if became_active:
-            self._prune(memory_id)
-            self._sync(memory_id)
+            self._prune(memory_id, owner)
         return became_active
 
-    def add(self, memory_id: str, text: str, source: AnchorSource = "manual") -> Anchor:
-        """Attach an anchor by hand (active at once, confidence 1.0); idempotent.
+    def add(self, memory_id: str, text: str, owner: str, source: AnchorSource = "manual") -> Anchor:
+        """Attach an anchor by hand (active at once, confidence 1.0) for ``owner``; idempotent.
 
         Raises:
             InvalidInput: empty text, text without words, or over 1024 characters.
@@ -157,56 +186,53 @@ class AnchorIndex:
         if len(text) > MAX_ANCHOR_CHARS:
             raise InvalidInput(f"anchor text is over {MAX_ANCHOR_CHARS} characters")
         with self._db.session() as session:
-            row = session.get(FactAnchorRow, (memory_id, text))
+            row = session.get(FactAnchorRow, (memory_id, owner, text))
             if row is None:
-                row = FactAnchorRow(memory_id=memory_id, anchor_text=text, uses=0)
+                row = FactAnchorRow(memory_id=memory_id, owner=owner, anchor_text=text, uses=0)
                 session.add(row)
             row.source = source
             row.confidence = 1.0
             session.flush()
-            anchor = self._anchor(row)
-        self._sync(memory_id)
-        return anchor
+            return self._anchor(row)
 
-    def remove(self, memory_id: str, text: str) -> bool:
-        """Detach an anchor; False when the memory had no such anchor."""
+    def remove(self, memory_id: str, text: str, owners: Collection[str] | None = None) -> bool:
+        """Detach the anchors with this text belonging to ``owners`` (None: any owner).
+
+        Returns:
+            False when the memory had no such anchor.
+        """
         text = " ".join(text.split())
+        statement = delete(FactAnchorRow).where(
+            FactAnchorRow.memory_id == memory_id, FactAnchorRow.anchor_text == text
+        )
+        if owners is not None:
+            statement = statement.where(FactAnchorRow.owner.in_(list(owners)))
         with self._db.session() as session:
-            result = session.execute(
-                delete(FactAnchorRow).where(
-                    FactAnchorRow.memory_id == memory_id, FactAnchorRow.anchor_text == text
-                )
-            )
-            removed = bool(result.rowcount)  # type: ignore[attr-defined]
-        if removed:
-            self._sync(memory_id)
-        return removed
+            result = session.execute(statement)
+            return bool(result.rowcount)  # type: ignore[attr-defined]
 
-    def _prune(self, memory_id: str) -> None:
+    def _prune(self, memory_id: str, owner: str) -> None:
         with self._db.session() as session:
             learned = session.scalars(
                 select(FactAnchorRow)
-                .where(FactAnchorRow.memory_id == memory_id, FactAnchorRow.source == "learned")
+                .where(
+                    FactAnchorRow.memory_id == memory_id,
+                    FactAnchorRow.owner == owner,
+                    FactAnchorRow.source == "learned",
+                )
                 .order_by(FactAnchorRow.uses.desc(), FactAnchorRow.created_at.desc())
             ).all()
             for row in learned[self.max_per_memory :]:
                 session.delete(row)
 
-    def refresh(self, memory_ids: Iterable[str]) -> None:
-        """Rewrite the ``anchor_text`` of these memories from their active anchors.
-
-        For rows written to ``fact_anchors`` in bulk (import); unknown ids are ignored.
-        """
-        for memory_id in memory_ids:
-            self._sync(memory_id)
-
-    def _sync(self, memory_id: str) -> None:
-        text = "\n".join(a.text for a in self.anchors_of(memory_id) if a.active)
-        self._store.set_anchor_text(memory_id, text)
-
-    def active_count(self) -> int:
-        """Number of active anchors over all memories."""
-        return len(self._load().memory_ids)
+    def active_count(self, owners: Collection[str] | None = None) -> int:
+        """Number of active anchors belonging to ``owners`` (None: all owners)."""
+        corpus = self._load()
+        return sum(
+            len(anchors.memory_ids)
+            for owner, anchors in corpus.by_owner.items()
+            if owners is None or owner in owners
+        )
 
     def _load(self, generation: int | None = None) -> _Corpus:
         with self._lock:
@@ -220,42 +246,65 @@ class AnchorIndex:
                 if corpus is not None and corpus.generation == generation:
                     return corpus
             rows = session.scalars(select(FactAnchorRow)).all()
-            active = [
-                (r.memory_id, frozenset(_stems(r.anchor_text))) for r in rows if self._active(r)
-            ]
-        df: dict[str, int] = {}
-        for _, stems in active:
-            for term in stems:
-                df[term] = df.get(term, 0) + 1
-        corpus = _Corpus(generation, [m for m, _ in active], [s for _, s in active], df)
+            by_owner: dict[str, _OwnerAnchors] = {}
+            for row in rows:
+                if not self._active(row):
+                    continue
+                anchors = by_owner.setdefault(row.owner, _OwnerAnchors([], [], Counter()))
+                stems = frozenset(_stems(row.anchor_text))
+                anchors.memory_ids.append(row.memory_id)
+                anchors.stems.append(stems)
+                anchors.df.update(stems)
+        corpus = _Corpus(generation, by_owner)
         with self._lock:
             self._corpus = corpus
         return corpus
 
-    def search(self, query: str, limit: int, *, generation: int | None = None) -> list[AnchorMatch]:
-        """Memories whose best active anchor matches ``query`` at least ``min_match``.
+    def search(
+        self,
+        query: str,
+        limit: int,
+        *,
+        owners: Collection[str] | None,
+        generation: int | None = None,
+    ) -> list[AnchorMatch]:
+        """Memories whose best active anchor of ``owners`` matches ``query`` at least ``min_match``.
 
-        The caller filters the ids by visibility. ``generation``: the anchors'
-        change counter (:data:`GENERATION`) when the caller has just read it;
-        None reads it here. Returns up to ``limit`` matches, best first; []
-        when nothing matches.
+        Only the anchors of ``owners`` (None: every owner's) are read, counted
+        for IDF and ranked, so another owner's anchors neither take places in
+        the ``limit`` nor change scores. ``generation``: the anchors' change
+        counter (:data:`GENERATION`) when the caller has just read it; None
+        reads it here. The caller still filters the ids by the search's
+        prefilter (kind, tags, ...).
+
+        Returns:
+            Up to ``limit`` matches, best first; [] when nothing matches.
         """
         corpus = self._load(generation)
         terms = set(_stems(query))
-        if not corpus.memory_ids or not terms:
+        groups = [
+            anchors
+            for owner, anchors in corpus.by_owner.items()
+            if owners is None or owner in owners
+        ]
+        n = sum(len(anchors.memory_ids) for anchors in groups)
+        if not n or not terms:
             return []
-        n = len(corpus.memory_ids)
-        idf = {t: math.log((n + 1) / corpus.df.get(t, 1)) for t in terms}
+        df: Counter[str] = Counter()
+        for anchors in groups:
+            df.update({t: anchors.df[t] for t in terms if t in anchors.df})
+        idf = {t: math.log((n + 1) / max(df.get(t, 0), 1)) for t in terms}
         total = sum(idf.values())
         if total <= 0:
             return []
         best: dict[str, float] = {}
-        for memory_id, stems in zip(corpus.memory_ids, corpus.stems, strict=True):
-            shared = terms & stems
-            if not shared:
-                continue
-            match = sum(idf[t] for t in shared) / total
-            if match >= self.min_match and match > best.get(memory_id, 0.0):
-                best[memory_id] = match
+        for anchors in groups:
+            for memory_id, stems in zip(anchors.memory_ids, anchors.stems, strict=True):
+                shared = terms & stems
+                if not shared:
+                    continue
+                match = sum(idf[t] for t in shared) / total
+                if match >= self.min_match and match > best.get(memory_id, 0.0):
+                    best[memory_id] = match
         ranked = sorted(best.items(), key=lambda p: (-p[1], p[0]))
         return [AnchorMatch(memory_id, score) for memory_id, score in ranked[:limit]]

@@ -47,15 +47,14 @@ def forget_cached(db: Database, memory_ids: Sequence[str]) -> int:
     ids = list(dict.fromkeys(memory_ids))
     removed = 0
     with db.session() as session:
-        # memory_ids is a JSON list of UUIDs: a LIKE pre-filter, confirmed in Python,
-        # in slices (SQLite limits the depth of an OR chain).
+        # memory_ids is a JSON list of UUIDs: a LIKE pre-filter (the id escaped, so a
+        # "%" or "_" in it matches only itself), confirmed in Python, in slices
+        # (SQLite limits the depth of an OR chain).
         for offset in range(0, len(ids), _LIKE_SLICE):
             part = ids[offset : offset + _LIKE_SLICE]
-            candidates = session.scalars(
-                select(QueryCacheRow).where(
-                    or_(*(cast(QueryCacheRow.memory_ids, String).like(f"%{i}%") for i in part))
-                )
-            ).all()
+            ids_text = cast(QueryCacheRow.memory_ids, String)
+            matches = (ids_text.contains(i, autoescape=True) for i in part)
+            candidates = session.scalars(select(QueryCacheRow).where(or_(*matches))).all()
             for entry in candidates:
                 if set(entry.memory_ids) & set(part):
                     session.delete(entry)

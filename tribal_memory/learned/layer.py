@@ -36,8 +36,8 @@ from tribal_memory.config import Settings
 from tribal_memory.db import Database, read_generations, upsert
 from tribal_memory.embeddings.base import Embedder, Vector
 from tribal_memory.errors import Conflict, InvalidInput, NotFound
+from tribal_memory.learned.anchors import ALL_OWNERS, AnchorIndex, AnchorMatch, owners_for
 from tribal_memory.learned.anchors import GENERATION as ANCHORS_GENERATION
-from tribal_memory.learned.anchors import AnchorIndex, AnchorMatch
 from tribal_memory.learned.expander import (
     ExpansionUnavailable,
     LearnedExpansions,
@@ -60,8 +60,6 @@ from tribal_memory.store.base import MemoryStore, ScoredMemory
 from tribal_memory.tables import OwnerVariantRow, utcnow
 
 SearchMode = Literal["hybrid", "vector", "text"]
-ALL_OWNERS = "*"
-"""Scope of learned data for searches over every owner (admin searches)."""
 
 
 @dataclass(slots=True)
@@ -115,7 +113,6 @@ class Retriever:
         )
         self.anchors = AnchorIndex(
             db,
-            store,
             min_uses=settings.anchor_min_uses,
             max_per_memory=settings.max_anchors_per_memory,
             min_match=settings.anchor_min_match,
@@ -202,7 +199,9 @@ class Retriever:
             now,
         )
         self.expansions.learn(event.owner, key, event.query, [m.content for m, _ in used_memories])
-        created = sum(self.anchors.reinforce(m.memory_id, event.query) for m, _ in used_memories)
+        created = sum(
+            self.anchors.reinforce(m.memory_id, event.query, event.owner) for m, _ in used_memories
+        )
         return replace(outcome, anchors_created=created)
 
     # -- A/B variants ---------------------------------------------------------------
@@ -250,15 +249,19 @@ class Retriever:
         mode: SearchMode,
         min_score: float,
         parts: LearnedParts,
+        learner: str | None = None,
     ) -> SearchResult:
         """Search with the given learned parts (all off: plain search).
+
+        ``learner``: the owner whose learned data the search uses (None: the
+        scope of ``filters``, see :func:`scope_of`).
 
         Returns:
             A :class:`SearchResult`; see :class:`tribal_memory.models.Hit` for
             what the learned fields mean. ``took_ms`` is wall time in ms.
         """
         started = time.perf_counter()
-        scope = scope_of(filters)
+        scope = learner if learner is not None else scope_of(filters)
         variant: Variant = "learned" if parts.any else "baseline"
         key = query_key(query)
         pool = max(k, self.settings.candidate_pool)
@@ -275,7 +278,11 @@ class Retriever:
                 return self._cached(entry, filters, k, min_score, mode, variant, started)
         has_past = past is not None and bool(past.keys)
         anchored = (
-            self.anchors.search(query, pool, generation=anchors_generation) if parts.anchors else []
+            self.anchors.search(
+                query, pool, owners=owners_for(scope), generation=anchors_generation
+            )
+            if parts.anchors
+            else []
         )
         use_anchors = bool(anchored)
         fallback: Literal["vector"] | None = None

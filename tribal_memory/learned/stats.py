@@ -54,8 +54,7 @@ class RetrievalStats:
     ``expansion_lift`` is the used rate of hits raised by a query variant
     minus that of the other hits, in [-1, 1] (None without expanded hits);
     ``learning_curve`` is one point per day or week, oldest first; ``weights``
-    and ``cache_entries`` count the owner's rows, ``anchors`` every memory's
-    (anchors belong to memories, not to owners); ``llm_calls``
+    , ``cache_entries`` and ``anchors`` count the owner's rows; ``llm_calls``
     and ``llm_failures`` count LLM expansion calls in this process.
     """
 
@@ -143,7 +142,7 @@ def retrieval_stats(
             session, owner, min_successes, min_success_rate
         )
         weights = session.scalar(_count(QueryFactWeightRow, owner)) or 0
-        anchors = session.scalar(select(func.count()).select_from(FactAnchorRow)) or 0
+        anchors = session.scalar(_count(FactAnchorRow, owner)) or 0
     lift = None
     if expanded[0] and others[0]:
         lift = expanded[1] / expanded[0] - others[1] / others[0]
@@ -173,7 +172,7 @@ def _count_expansion(
         bucket[1] += int(str(result.get("id")) in used)
 
 
-def _count(table: type[QueryFactWeightRow], owner: str | None) -> Any:
+def _count(table: type[QueryFactWeightRow | FactAnchorRow], owner: str | None) -> Any:
     query = select(func.count()).select_from(table)
     return query.where(table.owner == owner) if owner is not None else query
 

@@ -47,13 +47,6 @@ class MemoryStore(Protocol):
             NotFound: no memory with that id.
         """
 
-    def set_anchor_text(self, memory_id: str, anchor_text: str) -> bool:
-        """Overwrite a memory's learned ``anchor_text`` (nothing else changes).
-
-        Returns:
-            False when no memory has that id (a miss is not an error).
-        """
-
     def delete(self, memory_ids: Sequence[str]) -> int:
         """Delete memories by id; returns how many existed. Unknown ids are ignored."""
 

@@ -35,7 +35,6 @@ COLUMNS = (
     "created_at",
     "updated_at",
     "event_time",
-    "anchor_text",
     "metadata",
 )
 
@@ -57,6 +56,8 @@ def table_schema(model_id: str, dim: int) -> pa.Schema:
             pa.field("created_at", ts, nullable=False),
             pa.field("updated_at", ts, nullable=False),
             pa.field("event_time", ts),
+            # Unused since anchors moved to SQL (migration 0006); kept, always empty,
+            # so that stores built before still take new rows.
             pa.field("anchor_text", pa.string()),
             pa.field("metadata", pa.string()),
             pa.field("vector", pa.list_(pa.float32(), dim)),
@@ -127,7 +128,7 @@ def to_row(memory: Memory, vector: Vector) -> dict[str, Any]:
         "created_at": memory.created_at,
         "updated_at": memory.updated_at,
         "event_time": memory.event_time,
-        "anchor_text": memory.anchor_text,
+        "anchor_text": "",
         "metadata": json.dumps(memory.metadata, sort_keys=True),
         "vector": np.asarray(vector, dtype=np.float32).tolist(),
     }
@@ -156,7 +157,6 @@ def to_memory(row: dict[str, Any]) -> Memory:
         created_at=created,
         updated_at=updated,
         event_time=as_utc(row["event_time"]),
-        anchor_text=row["anchor_text"] or "",
         metadata=json.loads(row["metadata"]) if row["metadata"] not in (None, "{}") else {},
     )
 

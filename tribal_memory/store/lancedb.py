@@ -239,21 +239,6 @@ class LanceMemoryStore:
         await builder.execute([to_row(memory, vector)])
         return vector
 
-    def set_anchor_text(self, memory_id: str, anchor_text: str) -> bool:
-        """See :meth:`MemoryStore.set_anchor_text`."""
-        where = f"memory_id = {quote(memory_id)}"
-        with self._write_lock:
-            # The update rewrites the row outside the IVF index: keep its vector (see RecentRows).
-            query = self._table.query().where(where).select(["owner", "vector"])
-            stored = self._run("update", query.to_arrow())
-            if not stored.num_rows:
-                return False
-            self._run("update", self._table.update({"anchor_text": anchor_text}, where=where))
-            self._rows_since_optimize += 1
-            vector = np.asarray(stored.column("vector")[0].as_py(), dtype=np.float32)
-            self._recent.put(memory_id, str(stored.column("owner")[0]), vector)
-        return True
-
     def delete(self, memory_ids: Sequence[str]) -> int:
         """See :meth:`MemoryStore.delete`."""
         if not memory_ids:

@@ -33,6 +33,7 @@ from tribal_memory.transfer.records import (
     Header,
     MemoryRecord,
     Record,
+    RecordLimits,
     RowRecord,
     key_columns,
     read_records,
@@ -45,8 +46,6 @@ if TYPE_CHECKING:
 
 Source = Path | bytes | IO[bytes]
 """An export to import: a file path, the file's bytes, or a seekable binary file."""
-ANCHORS_TABLE = "fact_anchors"
-"""Mirrored into each memory's ``anchor_text`` (see :mod:`tribal_memory.learned.anchors`)."""
 Progress = Callable[[int, int], None]
 """Called while writing with (records written so far, records in the file)."""
 
@@ -117,7 +116,7 @@ def import_source(
 ) -> ImportResult:
     """Import an export into ``service`` (see the module docstring for atomicity).
 
-    Memories keep their ids, timestamps, anchor text and metadata. With the
+    Memories keep their ids, timestamps and metadata. With the
     same embedding model id and dimension as this instance, the stored vectors
     are written as they are; otherwise every new memory's content (and every
     cached query) is embedded again with this instance's model. Memories whose
@@ -147,13 +146,17 @@ def import_source(
         return _Writer(service, header, batch_rows, total, progress).run(lines())
 
 
+def _limits(service: MemoryService) -> RecordLimits:
+    settings = service.settings
+    return RecordLimits(settings.max_content_chars, settings.max_tags, settings.max_metadata_bytes)
+
+
 def _check(service: MemoryService, lines: Iterable[bytes]) -> tuple[int, Header]:
     """First pass: parse every line; returns the record count and the header."""
     header: Header | None = None
     total = 0
-    limit = service.settings.max_content_chars
     try:
-        for record in read_records(lines, max_content_chars=limit):
+        for record in read_records(lines, limits=_limits(service)):
             if isinstance(record, Header):
                 header = record
             else:
@@ -191,12 +194,12 @@ class _Writer:
         self.memories = TransferCounts()
         self.reembedded = 0
         self.tables = {t.name: TransferCounts() for t in transfer_tables()}
-        self.anchored: set[str] = set()  # memories given new fact_anchors rows
 
     def run(self, lines: Iterable[bytes]) -> ImportResult:
-        limit = self.service.settings.max_content_chars
         records = (
-            r for r in read_records(lines, max_content_chars=limit) if not isinstance(r, Header)
+            r
+            for r in read_records(lines, limits=_limits(self.service))
+            if not isinstance(r, Header)
         )
         try:
             self._write(records)
@@ -204,9 +207,6 @@ class _Writer:
             if self.created_ids:
                 self.service.store.delete(self.created_ids)
             raise
-        # Anchors imported for memories this import did not create (they were
-        # here already) must show in those memories' anchor_text too.
-        self.service.retriever.anchors.refresh(self.anchored - set(self.created_ids))
         if self.created_ids:
             self.service.optimize()  # fold the new rows into the full-text index
         return ImportResult(
@@ -291,8 +291,6 @@ class _Writer:
             if row_key not in taken:
                 taken.add(row_key)
                 new.append(row)
-        if table.name == ANCHORS_TABLE:
-            self.anchored.update(str(row["memory_id"]) for row in new)
         if self.reembed:
             self._reembed_columns(table, new)
         # One INSERT per set of columns present (rows may leave defaulted columns out).

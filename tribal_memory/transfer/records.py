@@ -27,6 +27,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -37,8 +38,9 @@ from sqlalchemy import JSON, Boolean, Column, DateTime, Float, Integer, LargeBin
 
 from tribal_memory.embeddings.base import Vector
 from tribal_memory.errors import InvalidInput, TooLarge, TribalError
-from tribal_memory.models import MEMORY_KINDS, Memory, memory_to_json
+from tribal_memory.models import MEMORY_KINDS, SHARED_OWNER, Memory, memory_to_json
 from tribal_memory.tables import Base
+from tribal_memory.validation import check_metadata
 
 FORMAT = "tribal-memory-export"
 """Value of the header's ``format`` field."""
@@ -60,7 +62,7 @@ column (as queries) with this instance's model.
 
 RECORD_ORDER = ("memory", "relation", "row")
 """Record types between the header and the end record, in the order they must come."""
-_MAX_ID_CHARS = 64
+ANCHORS_TABLE = "fact_anchors"
 _MAX_OWNER_CHARS = 128
 
 
@@ -221,7 +223,10 @@ def _time(value: str, name: str) -> datetime:
         raise _Problem(f"field {name!r} is not an ISO 8601 time: {value!r}") from exc
     if parsed.tzinfo is None:
         raise _Problem(f"field {name!r} has no time zone: {value!r}")
-    return parsed.astimezone(UTC)
+    try:
+        return parsed.astimezone(UTC)
+    except OverflowError as exc:
+        raise _Problem(f"field {name!r} is out of range once in UTC: {value!r}") from exc
 
 
 def _text(data: Mapping[str, Any], name: str, limit: int) -> str:
@@ -239,17 +244,30 @@ def _decode_vector(text: str, dim: int) -> Vector:
     if len(raw) != 4 * dim:
         raise _Problem(f"vector has {len(raw) // 4} values; the header says {dim}")
     vector: Vector = np.frombuffer(raw, dtype="<f4").astype(np.float32)
+    if not np.isfinite(vector).all():
+        raise _Problem("vector holds NaN or infinite values")
     return vector
 
 
-def _decode_memory(data: Mapping[str, Any], dim: int, max_chars: int) -> MemoryRecord:
+def _memory_id(fields: Mapping[str, Any]) -> str:
+    value: str = _get(fields, "memory_id", str)
+    try:
+        canonical = str(uuid.UUID(value))
+    except ValueError as exc:
+        raise _Problem(f"field 'memory_id' is not a UUID: {value[:64]!r}") from exc
+    if canonical != value:
+        raise _Problem(f"field 'memory_id' is not a UUID in canonical form: {value[:64]!r}")
+    return value
+
+
+def _decode_memory(data: Mapping[str, Any], dim: int, limits: RecordLimits) -> MemoryRecord:
     fields = _get(data, "memory", dict)
     content: str = _get(fields, "content", str)
     if not content.strip():
         raise _Problem("field 'content' is empty")
-    if len(content) > max_chars:
+    if len(content) > limits.max_content_chars:
         raise TooLarge(
-            f"a memory has {len(content)} characters; the limit is {max_chars} "
+            f"a memory has {len(content)} characters; the limit is {limits.max_content_chars} "
             "(TRIBAL_MAX_CONTENT_CHARS)"
         )
     kind = _get(fields, "kind", str)
@@ -258,10 +276,17 @@ def _decode_memory(data: Mapping[str, Any], dim: int, max_chars: int) -> MemoryR
     tags = _get(fields, "tags", list)
     if not all(isinstance(t, str) for t in tags):
         raise _Problem("field 'tags' must be a list of strings")
+    if len(tags) > limits.max_tags:
+        raise TooLarge(f"a memory has {len(tags)} tags; the limit is {limits.max_tags}")
+    metadata = dict(_get(fields, "metadata", dict))
+    try:
+        check_metadata(metadata, limits.max_metadata_bytes)
+    except InvalidInput as exc:
+        raise _Problem(exc.detail) from exc
     chunk_index = _get(fields, "chunk_index", int, null=True)
     event_time = _get(fields, "event_time", str, null=True)
     memory = Memory(
-        memory_id=_text(fields, "memory_id", _MAX_ID_CHARS),
+        memory_id=_memory_id(fields),
         content=content,
         owner=_text(fields, "owner", _MAX_OWNER_CHARS),
         kind=kind,
@@ -273,8 +298,7 @@ def _decode_memory(data: Mapping[str, Any], dim: int, max_chars: int) -> MemoryR
         created_at=_time(_get(fields, "created_at", str), "created_at"),
         updated_at=_time(_get(fields, "updated_at", str), "updated_at"),
         event_time=_time(event_time, "event_time") if event_time is not None else None,
-        anchor_text=_get(fields, "anchor_text", str),
-        metadata=dict(_get(fields, "metadata", dict)),
+        metadata=metadata,
     )
     return MemoryRecord(memory, _decode_vector(_get(data, "vector", str), dim))
 
@@ -321,6 +345,10 @@ def _decode_value(column: Column[Any], value: Any) -> Any:
 def _decode_row(table: Table, data: Any) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise _Problem("the row must be a JSON object")
+    if table.name == ANCHORS_TABLE and "owner" not in data:
+        # Exported before anchors had owners (migration 0006's rule): manual and LLM
+        # anchors were everyone's; a learned one's learner is unknown: all-owners scope.
+        data = {**data, "owner": SHARED_OWNER if data.get("source") != "learned" else "*"}
     unknown = sorted(set(data) - set(table.columns.keys()))
     if unknown:
         raise _Problem(
@@ -355,7 +383,16 @@ def _decode_header(data: Mapping[str, Any]) -> Header:
     )
 
 
-def read_records(lines: Iterable[bytes], *, max_content_chars: int) -> Iterator[Header | Record]:
+@dataclass(frozen=True, slots=True)
+class RecordLimits:
+    """Bounds on each imported memory (the capture limits of the settings)."""
+
+    max_content_chars: int
+    max_tags: int
+    max_metadata_bytes: int
+
+
+def read_records(lines: Iterable[bytes], *, limits: RecordLimits) -> Iterator[Header | Record]:
     """Parse and check an export line by line; yields the header, then each record.
 
     Blank lines are ignored. The footer is checked against what was read and
@@ -363,14 +400,14 @@ def read_records(lines: Iterable[bytes], *, max_content_chars: int) -> Iterator[
 
     Args:
         lines: The file's lines (bytes, UTF-8).
-        max_content_chars: Longest memory content accepted.
+        limits: Bounds on each memory's content, tags and metadata.
 
     Raises:
         InvalidInput: naming the line: not JSON, not an object, an unknown
             ``type`` or table, a missing or ill-typed field, records out of
             order, a vector of the wrong size, no header, or no footer (a
             truncated file) or counts that disagree with it.
-        TooLarge: a memory over ``max_content_chars``.
+        TooLarge: a memory over one of ``limits``.
     """
     tables = {t.name: t for t in transfer_tables()}
     header: Header | None = None
@@ -388,6 +425,8 @@ def read_records(lines: Iterable[bytes], *, max_content_chars: int) -> Iterator[
                 data = json.loads(raw)
             except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError
                 raise _Problem(f"not JSON ({exc})") from exc
+            except RecursionError as exc:
+                raise _Problem("JSON nested too deeply") from exc
             if not isinstance(data, dict):
                 raise _Problem("not a JSON object")
             if header is None:
@@ -412,7 +451,7 @@ def read_records(lines: Iterable[bytes], *, max_content_chars: int) -> Iterator[
             stage = position
             record: Record
             if kind == "memory":
-                record = _decode_memory(data, header.embedding_dim, max_content_chars)
+                record = _decode_memory(data, header.embedding_dim, limits)
             elif kind == "relation":
                 relations = tables[RELATIONS_TABLE]
                 record = RowRecord(relations, _decode_row(relations, _get(data, "relation", dict)))
