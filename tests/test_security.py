@@ -491,3 +491,13 @@ def test_cache_invalidation_matches_ids_literally(
         assert forget_cached(service.db, ["%", "5b8f6a2e_3c1d%"]) == 0
         with service.db.session() as session:
             assert session.scalars(select(QueryCacheRow.query_key)).all() == ["k"]
+
+
+def test_store_errors_lose_the_librarys_build_paths() -> None:
+    from tribal_memory.store.event_loop import public_message
+
+    raw = RuntimeError(
+        "lance error: Invalid user input: vector has NaN, "
+        "/home/runner/work/lance/lance/rust/lance/src/dataset/write.rs:412:21\nCaused by: x"
+    )
+    assert public_message(raw) == "lance error: Invalid user input: vector has NaN Caused by: x"

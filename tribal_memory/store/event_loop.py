@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import threading
 from collections.abc import Awaitable, Coroutine
 from concurrent.futures import Future
@@ -49,14 +50,27 @@ def shared_event_loop() -> EventLoop:
         return _LOOP
 
 
+_SOURCE_LOCATION = re.compile(r",?\s*[\w./\\-]*\.rs:\d+(?::\d+)?")
+"""A Rust source location (``/home/build/lance/rust/lance/src/io.rs:12:34``) in a message."""
+
+
+def public_message(exc: BaseException) -> str:
+    """``exc``'s message without the library's source locations (build paths), one line."""
+    message = _SOURCE_LOCATION.sub("", str(exc))
+    return " ".join(message.split()) or type(exc).__name__
+
+
 async def translated(action: str, awaitable: Awaitable[_T]) -> _T:
-    """Await ``awaitable``; LanceDB/Arrow errors become :class:`StoreUnavailable` (ours pass)."""
+    """Await ``awaitable``; LanceDB/Arrow errors become :class:`StoreUnavailable` (ours pass).
+
+    The detail keeps the library's message without its source locations.
+    """
     try:
         return await awaitable
     except TribalError:
         raise
     except Exception as exc:  # noqa: BLE001 - lancedb raises ValueError/OSError/RuntimeError/...
-        raise StoreUnavailable(f"memory store {action} failed: {exc}") from exc
+        raise StoreUnavailable(f"memory store {action} failed: {public_message(exc)}") from exc
 
 
 async def next_batch(reader: AsyncRecordBatchReader) -> pa.RecordBatch | None:
