@@ -49,8 +49,9 @@ def _locomo_workload(path: Path) -> tuple[list[dict[str, Any]], list[tuple[str, 
         }
         for m in sample.memories
     ]
-    questions = [(q.question, set(q.evidence)) for q in sample.questions
-                 if q.category != 5 and q.evidence]
+    questions = [
+        (q.question, set(q.evidence)) for q in sample.questions if q.category != 5 and q.evidence
+    ]
     return memories, questions
 
 
@@ -74,19 +75,23 @@ def run(data: Path, n_questions: int, keep_serving: bool) -> None:
             print(f"workload: {source}")
             started = time.perf_counter()
             for i in range(0, len(memories), 64):
-                client.post("/v1/memories/batch", json={"memories": memories[i:i + 64]}) \
-                    .raise_for_status()
+                client.post(
+                    "/v1/memories/batch", json={"memories": memories[i : i + 64]}
+                ).raise_for_status()
             seconds = time.perf_counter() - started
-            print(f"captured {len(memories)} memories in {seconds:.1f} s "
-                  f"({len(memories) / seconds:.0f}/s)")
+            print(
+                f"captured {len(memories)} memories in {seconds:.1f} s "
+                f"({len(memories) / seconds:.0f}/s)"
+            )
             owner = memories[0]["owner"]
             latencies: list[float] = []
             answered = 0
             asked = questions[:n_questions]
             for question, evidence in asked:
                 t0 = time.perf_counter()
-                response = client.post("/v1/search",
-                                       json={"query": question, "k": 5, "owner": owner})
+                response = client.post(
+                    "/v1/search", json={"query": question, "k": 5, "owner": owner}
+                )
                 latencies.append((time.perf_counter() - t0) * 1000)
                 response.raise_for_status()
                 hits = response.json()["hits"]
@@ -97,8 +102,10 @@ def run(data: Path, n_questions: int, keep_serving: bool) -> None:
                 print(f" {mark} {question}\n     -> {top[:110]}")
             if any(evidence for _, evidence in asked):
                 print(f"\nevidence turn in the top 5 for {answered}/{len(asked)} questions")
-            print(f"search over HTTP: p50 {percentile(latencies, 50):.1f} ms, "
-                  f"p95 {percentile(latencies, 95):.1f} ms")
+            print(
+                f"search over HTTP: p50 {percentile(latencies, 50):.1f} ms, "
+                f"p95 {percentile(latencies, 95):.1f} ms"
+            )
             print("stats:", client.get("/v1/stats").json())
             if keep_serving:
                 print(f"\nserving at {base} (Swagger UI at {base}/schema/swagger); Ctrl-C stops")

@@ -37,9 +37,10 @@ def collect(path: Path, depth: int = 100) -> Candidates:
     model = FastEmbedEmbedder()
     found: Candidates = []
     for sample in load_locomo(path):
-        with tempfile.TemporaryDirectory() as tmp, MemoryService(
-            Settings(data_dir=Path(tmp)), embedder=model
-        ) as service:
+        with (
+            tempfile.TemporaryDirectory() as tmp,
+            MemoryService(Settings(data_dir=Path(tmp)), embedder=model) as service,
+        ):
             memories = list(sample.memories)
             for start in range(0, len(memories), 128):
                 service.capture_batch(memories[start : start + 128])
@@ -48,8 +49,13 @@ def collect(path: Path, depth: int = 100) -> Candidates:
                 if q.category not in CATEGORIES or not q.evidence:
                     continue
                 vector = model.embed(q.question, query=True)
-                found.append((q, service.store.vector_search(vector, filters, depth),
-                              service.store.text_search(q.question, filters, depth)))
+                found.append(
+                    (
+                        q,
+                        service.store.vector_search(vector, filters, depth),
+                        service.store.text_search(q.question, filters, depth),
+                    )
+                )
     return found
 
 
@@ -67,16 +73,16 @@ def settings_to_try() -> dict[str, Fusion]:
     tried: dict[str, Fusion] = {}
     for pool in (25, 50, 100):
         for w in (0.3, 0.4, 0.5, 0.6):
-            tried[f"weighted w={w} pool={pool}"] = (
-                lambda v, t, w=w, pool=pool: fuse(v[:pool], t[:pool], k=25, vector_weight=w)
+            tried[f"weighted w={w} pool={pool}"] = lambda v, t, w=w, pool=pool: fuse(
+                v[:pool], t[:pool], k=25, vector_weight=w
             )
     for pool in (50, 100):
-        tried[f"rrf k=60 pool={pool}"] = (
-            lambda v, t, pool=pool: fuse(v[:pool], t[:pool], k=25, method="rrf")
+        tried[f"rrf k=60 pool={pool}"] = lambda v, t, pool=pool: fuse(
+            v[:pool], t[:pool], k=25, method="rrf"
         )
     for w in (0.3, 0.4, 0.5, 0.6):
-        tried[f"min-max cosine w={w} pool=50"] = (
-            lambda v, t, w=w: fuse(_min_max(v[:50]), t[:50], k=25, vector_weight=w)
+        tried[f"min-max cosine w={w} pool=50"] = lambda v, t, w=w: fuse(
+            _min_max(v[:50]), t[:50], k=25, vector_weight=w
         )
     tried["bm25 only"] = lambda v, t: fuse([], t, k=25, vector_weight=0.0)
     return tried

@@ -80,7 +80,7 @@ def main() -> None:
             for start in range(0, len(store.memories), 64):
                 service.capture_batch(store.memories[start : start + 64])
             service.optimize()
-            fed_keys, _, _ = _replay(service, store, rounds=3, replay_k=200)
+            fed_keys, _, _ = _replay(service, store, rounds=3, feedback_k=200)
             for point, point_rows in zip(points, rows, strict=True):
                 settings = Settings(data_dir=Path(tmp), **point)
                 service.retriever = Retriever(settings, service.db, service.store, embedder)

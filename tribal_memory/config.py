@@ -112,11 +112,17 @@ class Settings(BaseSettings):
 
     fusion: Literal["weighted", "rrf"] = "weighted"
     """How hybrid search fuses vector and BM25 results."""
-    vector_weight: float = Field(default=0.6, ge=0.0, le=1.0)
+    fusion_normalisation: Literal["min-max", "max"] = "min-max"
+    """How weighted fusion puts each part on [0, 1]: ``min-max`` over its candidates, or
+    ``max`` (cosine clipped at 0, BM25 over the query's best)."""
+    vector_weight: float = Field(default=0.3, ge=0.0, le=1.0)
     """Weight of the vector score in weighted fusion; BM25 gets ``1 - vector_weight``."""
+    neighbour_weight: float = Field(default=0.5, ge=0.0, le=1.0)
+    """Share of the best adjacent candidate's score (same ``doc_id``, ``chunk_index`` one
+    apart) added to a hybrid search candidate's; 0 turns neighbour smoothing off."""
     rrf_k: int = Field(default=60, ge=1)
     """The constant k of reciprocal rank fusion (Cormack et al., SIGIR 2009)."""
-    candidate_pool: int = Field(default=50, ge=1)
+    candidate_pool: int = Field(default=150, ge=1)
     """Candidates fetched from each of vector and BM25 search before fusion (at least k)."""
     fts_min_rows: int = Field(default=3, ge=0)
     """Fewest visible memories for BM25 to run; below it search falls back to vector."""

@@ -122,11 +122,13 @@ class SearchFilters:
 class Hit:
     """One ranked result. All scores are in [0, 1], higher is better.
 
-    ``score``: the fused score that ranks the hit. ``vector_score``: cosine
-    similarity to the query clipped to [0, 1] (``None`` when the memory was not
-    among the vector candidates). ``text_score``: BM25 divided by the best BM25
-    score of the query (``None`` when not among the BM25 candidates or BM25 did
-    not run). ``rank`` is 1-based.
+    ``score``: the fused score that ranks the hit. ``vector_score``: the
+    cosine similarity to the query put on [0, 1] as the fusion did (hybrid:
+    min-max over the vector candidates; ``vector`` mode: clipped) (``None``
+    when the memory was not among the vector candidates). ``text_score``: BM25
+    put on [0, 1] likewise (hybrid: min-max; ``text`` mode: over the query's
+    best) (``None`` when not among the BM25 candidates or BM25 did not run).
+    ``rank`` is 1-based. See :mod:`tribal_memory.retrieval`.
 
     What the learned layer did (DESIGN §4), all neutral on plain search:
     ``cached``: served from the query cache without a search. ``expanded_from``:

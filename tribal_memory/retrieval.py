@@ -1,17 +1,30 @@
 """Fusion of vector and BM25 candidates into one ranking (hybrid search).
 
-Weighted fusion: each part is first put on [0, 1] — cosine similarity clipped
-at 0, BM25 divided by the query's best BM25 score — and then
-``score = w * vector + (1 - w) * text`` with a missing part counted as 0.
-RRF: ``sum 1 / (k + rank)`` over the two lists (Cormack, Clarke & Büttcher,
-"Reciprocal Rank Fusion outperforms Condorcet and individual rank learning
-methods", SIGIR 2009), divided by its largest possible value ``2 / (k + 1)`` so
-that it too lies in [0, 1].
+Weighted fusion: each part is first put on [0, 1] and then
+``score = w * vector + (1 - w) * text``, a missing part counted as 0. The
+default normalisation is min-max over each list's own candidates (the best
+vector candidate gets 1, the worst 0; likewise for BM25), as in the linear
+fusion of Bruch, Gai & Ingber, "An Analysis of Fusion Functions for Hybrid
+Retrieval" (ACM TOIS 2023); ``max`` keeps the cosine (clipped at 0) and divides
+BM25 by the query's best BM25 score. RRF: ``sum 1 / (k + rank)`` over the two
+lists (Cormack, Clarke & Büttcher, "Reciprocal Rank Fusion outperforms
+Condorcet and individual rank learning methods", SIGIR 2009), divided by its
+largest possible value ``2 / (k + 1)`` so that it too lies in [0, 1].
+
+Neighbour smoothing (:func:`smooth_neighbours`): a memory's fused score is
+raised by ``weight`` x the best fused score among its adjacent memories in the
+candidate list (same owner and ``doc_id``, ``chunk_index`` one apart: the
+turns before and after it in a conversation session, the chunks around it in
+a document), then divided by ``1 + weight`` to stay in [0, 1]. A turn that
+answers a question often follows or precedes the turn that matches its words
+(a question, an answer, a photo shared): the idea of passage-level evidence
+and of score propagation between neighbouring passages (e.g. Kaszkiel & Zobel,
+"Passage Retrieval Revisited", SIGIR 1997).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -19,6 +32,9 @@ from tribal_memory.models import Hit, Memory
 from tribal_memory.store.base import ScoredMemory
 
 FusionMethod = Literal["weighted", "rrf"]
+Normalisation = Literal["min-max", "max"]
+Scale = Callable[[float], float]
+"""Maps a raw score onto [0, 1]."""
 
 
 @dataclass(slots=True)
@@ -31,6 +47,7 @@ class Candidate:
     text: float | None = None
     vector_rank: int | None = None
     text_rank: int | None = None
+    cosine: float | None = None
 
 
 def fused_candidates(
@@ -40,6 +57,7 @@ def fused_candidates(
     method: FusionMethod = "weighted",
     vector_weight: float = 0.6,
     rrf_k: int = 60,
+    normalisation: Normalisation = "max",
 ) -> list[Candidate]:
     """Every candidate of either list with its fused score, best first (ties: memory id).
 
@@ -49,19 +67,23 @@ def fused_candidates(
         method: ``"weighted"`` (normalised weighted sum) or ``"rrf"``.
         vector_weight: Weight of the vector part in weighted fusion, in [0, 1].
         rrf_k: RRF constant.
+        normalisation: How each part is put on [0, 1] (see the module docstring).
 
     Returns:
-        Candidates with ``score`` in [0, 1] and normalised ``vector``/``text`` parts.
+        Candidates with ``score`` in [0, 1], normalised ``vector``/``text``
+        parts and the raw ``cosine``.
     """
     pool: dict[str, Candidate] = {}
+    to_vector = _scale([c.score for c in vector], normalisation, clip=True)
     for rank, scored in enumerate(vector, start=1):
         entry = pool.setdefault(scored.memory.memory_id, Candidate(scored.memory))
-        entry.vector = min(1.0, max(0.0, scored.score))
+        entry.vector = to_vector(scored.score)
+        entry.cosine = scored.score
         entry.vector_rank = rank
-    best_text = max((c.score for c in text), default=0.0)
+    to_text = _scale([c.score for c in text], normalisation, clip=False)
     for rank, scored in enumerate(text, start=1):
         entry = pool.setdefault(scored.memory.memory_id, Candidate(scored.memory))
-        entry.text = scored.score / best_text if best_text > 0 else 0.0
+        entry.text = to_text(scored.score)
         entry.text_rank = rank
     for entry in pool.values():
         if method == "rrf":
@@ -73,6 +95,64 @@ def fused_candidates(
                 vector_weight * (entry.vector or 0.0) + (1.0 - vector_weight) * (entry.text or 0.0),
             )
     return sorted(pool.values(), key=lambda e: (-e.score, e.memory.memory_id))
+
+
+def _scale(scores: Sequence[float], normalisation: Normalisation, *, clip: bool) -> Scale:
+    """The map of raw scores onto [0, 1] for one candidate list."""
+    if not scores:
+        return lambda value: 0.0
+    high = max(scores)
+    if normalisation == "min-max":
+        low = min(scores)
+        span = high - low
+        return lambda value: min(1.0, max(0.0, (value - low) / span)) if span > 0 else 1.0
+    if clip:  # cosine as it is, clipped to [0, 1]
+        return lambda value: min(1.0, max(0.0, value))
+    return lambda value: value / high if high > 0 else 0.0
+
+
+def vector_scale(candidates: Sequence[Candidate], normalisation: Normalisation) -> Scale:
+    """The map a cosine goes through to become ``vector`` in these candidates' fusion.
+
+    For memories scored after fusion (brought in from outside the pool): the
+    same min-max range as the pool's vector candidates, so a cosine under the
+    pool's worst counts 0.
+    """
+    cosines = [c.cosine for c in candidates if c.cosine is not None]
+    return _scale(cosines, normalisation, clip=True)
+
+
+def smooth_neighbours(candidates: list[Candidate], weight: float) -> list[Candidate]:
+    """Raise each candidate by ``weight`` x its best adjacent candidate's score (see above).
+
+    Adjacent: same owner and ``doc_id``, ``chunk_index`` one apart; only
+    candidates count (nothing is fetched). Scores stay in [0, 1]
+    (``(own + weight * neighbour) / (1 + weight)``); ``weight`` 0 returns the
+    list unchanged.
+
+    Returns:
+        The candidates re-ranked, best first (ties: memory id).
+    """
+    if weight <= 0 or not candidates:
+        return candidates
+    at: dict[tuple[str, str, int], float] = {}
+    for entry in candidates:
+        memory = entry.memory
+        if memory.doc_id is not None and memory.chunk_index is not None:
+            at[(memory.owner, memory.doc_id, memory.chunk_index)] = entry.score
+    if not at:
+        return candidates
+    for entry in candidates:
+        memory = entry.memory
+        neighbour = 0.0
+        if memory.doc_id is not None and memory.chunk_index is not None:
+            here = (memory.owner, memory.doc_id)
+            neighbour = max(
+                at.get((*here, memory.chunk_index - 1), 0.0),
+                at.get((*here, memory.chunk_index + 1), 0.0),
+            )
+        entry.score = (entry.score + weight * neighbour) / (1.0 + weight)
+    return sorted(candidates, key=lambda e: (-e.score, e.memory.memory_id))
 
 
 def fuse(

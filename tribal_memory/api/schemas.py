@@ -223,11 +223,14 @@ class SearchRequest(RecallRequest):
 class HitOut(msgspec.Struct):
     """One ranked memory.
 
-    ``score``: fused score that ranks the hit. ``vector_score``: cosine
-    similarity clipped to [0, 1] (null when not a vector candidate).
-    ``text_score``: BM25 over the query's best BM25 (null when not a BM25
-    candidate or BM25 did not run). All in [0, 1], higher is better; ``rank``
-    is 1-based.
+    ``score``: fused score that ranks the hit (in hybrid search with the
+    neighbour smoothing of ``tribal_memory.retrieval``). ``vector_score``: in
+    hybrid search the cosine min-max normalised over the vector candidates, in
+    ``vector`` mode the cosine clipped to [0, 1] (null when not a vector
+    candidate). ``text_score``: in hybrid search BM25 min-max normalised over
+    the BM25 candidates, in ``text`` mode BM25 over the query's best (null when
+    not a BM25 candidate or BM25 did not run). All in [0, 1], higher is better;
+    ``rank`` is 1-based.
 
     What the learned layer did (neutral on plain search): ``cached``: served
     from the query cache. ``expanded_from``: the query variant whose BM25

@@ -3,9 +3,12 @@
 Protocol ``feedback-half`` on LoCoMo-format data: each conversation gets its
 own fresh store. Its questions (categories 1-4) are shuffled with a fixed seed
 and split in half. The first half is *replayed*: each question is asked through
-``recall_with_feedback`` (all learned parts on, ``k = replay_k``) and the hits
-that are gold evidence are reported used; this is repeated ``rounds`` times
-(the query cache answers after 3 successes). Then, with the learned state
+``recall_with_feedback`` (all learned parts on, ``k = feedback_k``) and the
+hits that are gold evidence are reported used; this is repeated ``rounds``
+times (the query cache answers after 3 successes). With the default
+``feedback_k = 10`` the replaying agent reports only what it was shown (DESIGN
+§6); a larger ``feedback_k`` lets it "use" evidence it could never have seen in
+a top-10 answer and is labelled ``oracle`` in the report. Then, with the learned state
 frozen, every variant answers, with ``k = 25``:
 
 * ``new`` — the second half (questions never fed back), split into ``new_fed``
@@ -181,8 +184,17 @@ def _keys(result: SearchResult) -> list[str]:
     return [str(h.memory.metadata.get("key")) for h in result.hits]
 
 
+AGENT_FEEDBACK_K = 10
+"""The most hits an agent is shown (DESIGN §6: its top k, 6-10); more is an oracle."""
+
+
+def feedback_label(feedback_k: int) -> str:
+    """``"agent"`` when the replay reports only what an agent is shown, else ``"oracle"``."""
+    return "agent" if feedback_k <= AGENT_FEEDBACK_K else "oracle"
+
+
 def _replay(
-    service: MemoryService, store: BenchStore, rounds: int, replay_k: int
+    service: MemoryService, store: BenchStore, rounds: int, feedback_k: int
 ) -> tuple[set[str], int, int]:
     """Feed back the first half; returns (keys reported used, gold fed, gold total)."""
     filters = SearchFilters(owner=store.owner, include_shared=False)
@@ -191,7 +203,7 @@ def _replay(
     for round_index in range(rounds):
         for question in store.fed:
             result = service.recall_with_feedback(
-                question.text, k=replay_k, filters=filters, learned=LearnedParts()
+                question.text, k=feedback_k, filters=filters, learned=LearnedParts()
             )
             used = [
                 h.memory.memory_id
@@ -286,19 +298,24 @@ def targets(report: dict[str, Any]) -> list[dict[str, Any]]:
 
     if report["protocol"] == "feedback-half":
         add(
-            "new: learned recall@10 >= hybrid + 0.06",
+            "new: learned recall@10 >= hybrid + 0.02",
             learned["new"]["recall@10"],
-            hybrid["new"]["recall@10"] + 0.06,
+            hybrid["new"]["recall@10"] + 0.02,
         )
         add(
-            "new_unfed: learned recall@10 >= hybrid - 0.01",
+            "new_fed: learned recall@10 >= hybrid + 0.10",
+            learned["new_fed"]["recall@10"],
+            hybrid["new_fed"]["recall@10"] + 0.10,
+        )
+        add(
+            "new_unfed: learned recall@10 >= hybrid - 0.005",
             learned["new_unfed"]["recall@10"],
-            hybrid["new_unfed"]["recall@10"] - 0.01,
+            hybrid["new_unfed"]["recall@10"] - 0.005,
         )
         add("repeat: learned recall@10 >= 0.97", learned["repeat"]["recall@10"], 0.97)
         add("repeat: cache-hit p50 <= 3 ms", learned["repeat"]["cache_hit_p50_ms"], 3.0, False)
         add("reword: learned recall@10 >= 0.95", learned["reword"]["recall@10"], 0.95)
-        add("new: false cache hits <= 2%", learned["new"]["false_hit_rate"], 0.02, False)
+        add("new: false cache hits <= 1%", learned["new"]["false_hit_rate"], 0.01, False)
     else:
         add(
             "unseen phrasings: learned hit@5 >= hybrid + 0.10",
@@ -318,7 +335,7 @@ def run_learn_bench(
     seed: int,
     out: Path | None = None,
     rounds: int = 3,
-    replay_k: int = 200,
+    feedback_k: int = AGENT_FEEDBACK_K,
     variants: Sequence[str] = tuple(VARIANTS),
     embedder: Embedder | None = None,
     settings_overrides: dict[str, Any] | None = None,
@@ -333,14 +350,16 @@ def run_learn_bench(
         seed: The split seed (recorded).
         out: Where to write the JSON report (None: don't write).
         rounds: Times each fed question is asked and fed back.
-        replay_k: Hits per replayed retrieval (gold evidence must be among them to be fed back).
+        feedback_k: Hits per replayed retrieval: gold evidence among them is reported
+            used (over :data:`AGENT_FEEDBACK_K`: an oracle, labelled so).
         variants: Which variants to measure.
         embedder: A loaded embedder to reuse.
         settings_overrides: Settings fields to override for every store.
         log: Progress lines (one per store).
 
     Returns:
-        ``{"dataset", "protocol", "seed", "rounds", "replay_k", "feedback_coverage",
+        ``{"dataset", "protocol", "seed", "rounds", "feedback_k", "feedback"
+        ("agent" or "oracle"), "feedback_coverage",
         "variants": {name: {set: {"n", "recall@5", "recall@10", "recall@25", "hit@5",
         "hit@10", "mrr", "p50_ms", "p95_ms", "cache_hit_rate", "cache_hit_p50_ms",
         "false_hit_rate"}}}, "targets", "settings", "machine"}``.
@@ -357,7 +376,7 @@ def run_learn_bench(
                 for start in range(0, len(store.memories), _BATCH):
                     service.capture_batch(store.memories[start : start + _BATCH])
                 service.optimize()
-                fed_keys, fed, total = _replay(service, store, rounds, replay_k)
+                fed_keys, fed, total = _replay(service, store, rounds, feedback_k)
                 gold_fed += fed
                 gold_total += total
                 _measure(service, store, fed_keys, rows, variants)
@@ -373,7 +392,8 @@ def run_learn_bench(
         "protocol": protocol,
         "seed": seed,
         "rounds": rounds,
-        "replay_k": replay_k,
+        "feedback_k": feedback_k,
+        "feedback": feedback_label(feedback_k),
         "feedback_coverage": round(gold_fed / gold_total, 4) if gold_total else 0.0,
         "variants": {name: {s: _summary(rows.rows[name][s]) for s in SETS} for name in variants},
         "settings": {

@@ -9,6 +9,12 @@ of evidence turns in the top k), hit@10, MRR (first evidence turn within the
 top 25; 0 if none) and nDCG@10. Latency is the wall time of one
 ``MemoryService.search`` call, query embedding included. Ingest throughput is
 memories captured per second (embedding + near-duplicate check + write).
+
+Beside the server's ``vector`` and ``hybrid`` search, two yardsticks rank the
+same memories in process (:mod:`tribal_memory.bench.locomo_baselines`):
+``bm25`` (rank-bm25 with stop words removed) and ``lin`` (min-max linear
+fusion of cosine and rank-bm25, 0.6 / 0.4); their latency is the ranking
+alone, query embedding excluded.
 """
 
 from __future__ import annotations
@@ -21,17 +27,21 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from tribal_memory.bench.locomo_baselines import ConversationBaselines
 from tribal_memory.bench.metrics import hit_at, ndcg_at, percentile, recall_at, reciprocal_rank
 from tribal_memory.config import Settings
 from tribal_memory.embeddings.base import Embedder
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
-from tribal_memory.ingest.locomo import LocomoSample, load_locomo
+from tribal_memory.ingest.locomo import LocomoQuestion, LocomoSample, load_locomo
 from tribal_memory.models import SearchFilters
 from tribal_memory.service import MemoryService, SearchMode
 
 CATEGORIES = (1, 2, 3, 4)
 DEPTH = 25
 VARIANTS: dict[str, SearchMode] = {"vector": "vector", "hybrid": "hybrid"}
+BASELINES = ("bm25", "lin")
 _BATCH = 64
 
 Progress = Callable[[str], None]
@@ -46,10 +56,37 @@ def _ingest(service: MemoryService, sample: LocomoSample) -> float:
     return time.perf_counter() - started
 
 
+def _row(ranked: list[str], question: LocomoQuestion, elapsed_ms: float) -> dict[str, float]:
+    gold = question.evidence
+    return {
+        "recall@5": recall_at(ranked, gold, 5),
+        "recall@10": recall_at(ranked, gold, 10),
+        "recall@25": recall_at(ranked, gold, 25),
+        "hit@10": hit_at(ranked, gold, 10),
+        "mrr": reciprocal_rank(ranked, gold),
+        "ndcg@10": ndcg_at(ranked, gold, 10),
+        "ms": elapsed_ms,
+        "category": float(question.category),
+    }
+
+
+def _baselines(service: MemoryService, owner: str) -> ConversationBaselines:
+    """The yardsticks over the memories (and the vectors) the server stored for ``owner``."""
+    ids: list[str] = []
+    texts: list[str] = []
+    vectors = []
+    for memories, batch in service.store.scan(SearchFilters(owner=owner, include_shared=False)):
+        ids.extend(str(m.metadata.get("dia_id")) for m in memories)
+        texts.extend(m.content for m in memories)
+        vectors.append(batch)
+    return ConversationBaselines(ids, texts, np.vstack(vectors))
+
+
 def _score_sample(
     service: MemoryService, sample: LocomoSample, rows: dict[str, list[dict[str, float]]]
 ) -> None:
     filters = SearchFilters(owner=sample.sample_id, include_shared=False)
+    baselines = _baselines(service, sample.sample_id)
     for question in sample.questions:
         if question.category not in CATEGORIES or not question.evidence:
             continue
@@ -58,19 +95,13 @@ def _score_sample(
             result = service.search(question.question, k=DEPTH, filters=filters, mode=mode)
             elapsed_ms = (time.perf_counter() - started) * 1000
             ranked = [str(h.memory.metadata.get("dia_id")) for h in result.hits]
-            gold = question.evidence
-            rows[name].append(
-                {
-                    "recall@5": recall_at(ranked, gold, 5),
-                    "recall@10": recall_at(ranked, gold, 10),
-                    "recall@25": recall_at(ranked, gold, 25),
-                    "hit@10": hit_at(ranked, gold, 10),
-                    "mrr": reciprocal_rank(ranked, gold),
-                    "ndcg@10": ndcg_at(ranked, gold, 10),
-                    "ms": elapsed_ms,
-                    "category": float(question.category),
-                }
-            )
+            rows[name].append(_row(ranked, question, elapsed_ms))
+        query_vector = service.embedder.embed(question.question, query=True)
+        started = time.perf_counter()
+        ranked_by = baselines.rank(question.question, query_vector, DEPTH)
+        elapsed_ms = (time.perf_counter() - started) * 1000 / len(BASELINES)
+        for name in BASELINES:
+            rows[name].append(_row(ranked_by[name], question, elapsed_ms))
 
 
 def _summary(rows: list[dict[str, float]]) -> dict[str, Any]:
@@ -123,7 +154,7 @@ def run_locomo_bench(
     samples = load_locomo(path)[:limit_samples]
     overrides = settings_overrides or {}
     emit = log or _stderr
-    rows: dict[str, list[dict[str, float]]] = {name: [] for name in VARIANTS}
+    rows: dict[str, list[dict[str, float]]] = {name: [] for name in (*VARIANTS, *BASELINES)}
     ingest_seconds = 0.0
     n_memories = 0
     settings = Settings(**overrides)
@@ -147,7 +178,9 @@ def run_locomo_bench(
         "settings": {
             "embedding_model": model.model_id,
             "fusion": settings.fusion,
+            "fusion_normalisation": settings.fusion_normalisation,
             "vector_weight": settings.vector_weight,
+            "neighbour_weight": settings.neighbour_weight,
             "candidate_pool": settings.candidate_pool,
         },
         "machine": f"{platform.machine()} {platform.system()}, Python {platform.python_version()}",

@@ -69,7 +69,14 @@ def bench_learn(
     out: Annotated[Path | None, typer.Option("--out", help="Write the JSON report here.")] = None,
     seed: Annotated[int, typer.Option(help="Seed of the question split.")] = 0,
     rounds: Annotated[int, typer.Option(min=1, help="Times each fed question is replayed.")] = 3,
-    replay_k: Annotated[int, typer.Option(min=1, help="Hits per replayed retrieval.")] = 200,
+    feedback_k: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="Hits the replaying agent is shown; gold among them is reported used "
+            "(over 10: an oracle, labelled so).",
+        ),
+    ] = 10,
     limit_samples: Annotated[
         int | None, typer.Option(min=1, help="Only the first N conversations.")
     ] = None,
@@ -96,7 +103,7 @@ def bench_learn(
         seed=seed,
         out=out,
         rounds=rounds,
-        replay_k=replay_k,
+        feedback_k=feedback_k,
         log=None if run.json else run.out.print,
     )
     if run.json:
@@ -116,7 +123,10 @@ def bench_learn(
                 f"{metrics['false_hit_rate']:.3f}",
             )
         run.out.print(table)
-    run.out.print(f"feedback coverage: {report['feedback_coverage']:.3f} of fed gold evidence")
+    run.out.print(
+        f"feedback: {report['feedback']} (top {report['feedback_k']} shown); coverage "
+        f"{report['feedback_coverage']:.3f} of fed gold evidence"
+    )
     for target in report["targets"]:
         mark = "met" if target["met"] else "NOT met"
         run.out.print(f"{mark:8s} {target['name']}: {target['value']} (target {target['target']})")

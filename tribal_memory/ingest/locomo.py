@@ -6,7 +6,10 @@ qa, ...}``; ``conversation`` holds ``session_N`` turn lists and
 ``session_N_date_time`` strings. Every dialog turn becomes one memory: owner =
 ``sample_id``, content = ``"[<session date>] <speaker>: <text>"`` (plus the
 image caption when a turn shares a picture), ``dia_id`` and session in
-metadata, ``event_time`` = the session date.
+metadata, ``event_time`` = the session date, ``doc_id`` = the session
+(``<sample_id>/session_<n>``) and ``chunk_index`` = the turn's position in it,
+so that hybrid search sees which turns are adjacent (neighbour smoothing, see
+:mod:`tribal_memory.retrieval`).
 """
 
 from __future__ import annotations
@@ -84,13 +87,15 @@ def _sample(raw: dict[str, Any]) -> LocomoSample:
     for number, key in sessions:
         date = str(conversation.get(f"{key}_date_time", ""))
         when = parse_session_date(date)
-        for turn in conversation[key] or []:
+        for position, turn in enumerate(conversation[key] or []):
             memories.append(
                 MemoryInput(
                     content=_turn_content(date, turn),
                     owner=sample_id,
                     kind="fact",
                     source=f"locomo:{sample_id}",
+                    doc_id=f"{sample_id}/{key}",
+                    chunk_index=position,
                     event_time=when,
                     metadata={"dia_id": turn["dia_id"], "session": number},
                 )

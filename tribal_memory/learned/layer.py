@@ -55,7 +55,13 @@ from tribal_memory.models import (
     SearchResult,
     Variant,
 )
-from tribal_memory.retrieval import Candidate, fused_candidates, top_hits
+from tribal_memory.retrieval import (
+    Candidate,
+    fused_candidates,
+    smooth_neighbours,
+    top_hits,
+    vector_scale,
+)
 from tribal_memory.store.base import MemoryStore, ScoredMemory
 from tribal_memory.tables import OwnerVariantRow, utcnow
 
@@ -371,13 +377,15 @@ class Retriever:
         )
         text_part = text_search.result() if text_search is not None else []
         if mode == "hybrid":
-            return fused_candidates(
+            fused = fused_candidates(
                 vector_part,
                 text_part,
                 method=s.fusion,
                 vector_weight=s.vector_weight,
                 rrf_k=s.rrf_k,
+                normalisation=s.fusion_normalisation,
             )
+            return smooth_neighbours(fused, s.neighbour_weight)
         weight = 1.0 if mode == "vector" else 0.0
         return fused_candidates(vector_part, text_part, vector_weight=weight)
 
@@ -467,10 +475,12 @@ class Retriever:
         ]
         if outside and vector is not None:
             weight = self._vector_weight(mode)
+            normalisation = self.settings.fusion_normalisation if mode == "hybrid" else "max"
+            to_vector = vector_scale(candidates, normalisation)
             for scored in self._store.score_ids(vector, outside, filters):
-                cosine = min(1.0, max(0.0, scored.score))
+                part = to_vector(scored.score)
                 by_id[scored.memory.memory_id] = Candidate(
-                    scored.memory, weight * cosine, vector=cosine
+                    scored.memory, weight * part, vector=part, cosine=scored.score
                 )
         text_weight = 1.0 - self._vector_weight(mode)
         rescored: list[Candidate] = []
