@@ -58,6 +58,7 @@ def test_report_has_every_variant_and_set_and_feedback_makes_repeats_cached(
         embedder=embedder,
     )
     assert (tmp_path / "report.json").exists()
+    assert (report["feedback"], report["feedback_k"]) == ("agent", 10)  # what it was shown
     assert report["feedback_coverage"] == 1.0
     for variant in ("hybrid", "learned"):
         assert set(report["variants"][variant]) == set(SETS)
@@ -67,3 +68,9 @@ def test_report_has_every_variant_and_set_and_feedback_makes_repeats_cached(
     assert report["variants"]["learned"]["repeat"]["cache_hit_rate"] == 1.0
     assert report["variants"]["hybrid"]["repeat"]["cache_hit_rate"] == 0.0
     assert report["variants"]["learned"]["repeat"]["recall@10"] == 1.0
+
+
+def test_feedback_over_what_an_agent_is_shown_is_labelled_oracle() -> None:
+    from tribal_memory.bench.learn import feedback_label
+
+    assert [feedback_label(k) for k in (6, 10, 11, 200)] == ["agent", "agent", "oracle", "oracle"]

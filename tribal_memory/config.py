@@ -182,7 +182,7 @@ class Settings(BaseSettings):
     """Largest score a retrieved memory gains for having been used before (any query)."""
     anchor_min_uses: int = Field(default=2, ge=1)
     """Successful uses of a memory for a query before that query becomes its anchor."""
-    anchor_weight: float = Field(default=0.2, ge=0.0, le=1.0)
+    anchor_weight: float = Field(default=0.5, ge=0.0, le=1.0)
     """Largest score an anchor match adds (the cap on anchors)."""
     anchor_min_match: float = Field(default=0.5, ge=0.0, le=1.0)
     """Least IDF-weighted share of the query's words an anchor must contain to count."""

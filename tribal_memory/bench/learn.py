@@ -19,8 +19,9 @@ frozen, every variant answers, with ``k = 25``:
   move a trailing clause to the front, or wrap in "Do you remember ...").
 
 Variants: ``vector`` and ``hybrid`` (no learned parts), ``+cache``,
-``+expansion``, ``+feedback``, ``+anchors`` (hybrid plus one part) and
-``learned`` (all parts). A *false hit* is a cache answer that contains none of
+``+expansion``, ``+feedback``, ``+anchors`` (hybrid plus one part),
+``learned`` (all parts) and ``-cache`` ... ``-anchors`` (all parts but one:
+the ablation). A *false hit* is a cache answer that contains none of
 the question's evidence; rates are over all questions of the set.
 
 Protocol ``feedback-phrasing`` on a project suite
@@ -61,6 +62,10 @@ VARIANTS: dict[str, tuple[SearchMode, LearnedParts]] = {
     "+feedback": ("hybrid", LearnedParts.only("feedback")),
     "+anchors": ("hybrid", LearnedParts.only("anchors")),
     "learned": ("hybrid", LearnedParts()),
+    "-cache": ("hybrid", LearnedParts(cache=False)),
+    "-expansion": ("hybrid", LearnedParts(expansion=False)),
+    "-feedback": ("hybrid", LearnedParts(feedback=False)),
+    "-anchors": ("hybrid", LearnedParts(anchors=False)),
 }
 _BATCH = 64
 _WH = r"(?:what|when|where|who|whom|whose|which|why|how(?:\s+(?:many|much|long|often))?)"
