@@ -74,3 +74,34 @@ def test_feedback_over_what_an_agent_is_shown_is_labelled_oracle() -> None:
     from tribal_memory.bench.learn import feedback_label
 
     assert [feedback_label(k) for k in (6, 10, 11, 200)] == ["agent", "agent", "oracle", "oracle"]
+
+
+def test_session_feedback_reports_what_a_second_search_found(embedder: Embedder) -> None:
+    facts = {
+        "f1": "Priya is allergic to peanuts",
+        "f2": "Project Atlas ships on March 3",
+        "f3": "Tom prefers tea over coffee",
+        "f4": "The staging database runs on db-stage-2",
+    }
+    memories = [MemoryInput(c, owner="t", metadata={"key": k}) for k, c in facts.items()]
+    # Shown only the top hit (Tom's), the agent misses f4; the answer text finds it.
+    question = BenchQuestion(
+        "What does Tom prefer to drink?", ("f4",), "the staging database db-stage-2"
+    )
+    coverage = {}
+    for session in (False, True):
+        store = BenchStore("t", memories, fed=[question], new=[question])
+        report = run_learn_bench(
+            [store],
+            dataset="tiny",
+            protocol="feedback-half",
+            seed=0,
+            rounds=1,
+            feedback_k=1,
+            session=session,
+            variants=("hybrid",),
+            embedder=embedder,
+        )
+        coverage[session] = report["feedback_coverage"]
+        assert report["feedback"] == ("agent + session" if session else "agent")
+    assert (coverage[False], coverage[True]) == (0.0, 1.0)

@@ -77,6 +77,13 @@ TOOLS: tuple[types.Tool, ...] = (
                     "maximum": 1,
                     "description": "Least score of a result (default 0.35).",
                 },
+                "sessionId": {
+                    "type": "string",
+                    "description": (
+                        "The task this search belongs to: memory_feedback on any search of "
+                        "the task may name paths another search of it returned."
+                    ),
+                },
             },
             "required": ["query"],
         },

@@ -56,6 +56,7 @@ from tribal_memory.validation import (
     check_kind,
     check_metadata,
     check_owner,
+    check_session_id,
     check_tags,
     check_time,
     validated_memory,
@@ -536,19 +537,23 @@ class MemoryService:
         learned: LearnedParts | None = None,
         context: bool = False,
         learner: str | None = None,
+        session_id: str | None = None,
     ) -> SearchResult:
         """:meth:`search`, logged as a retrieval event that usage feedback can refer to.
 
         The event belongs to ``learner`` (None: the scope of ``filters``): only
         that owner may send its feedback, and what it teaches is that owner's.
+        ``session_id`` (1 to 128 characters) ties retrievals of one agent task
+        together: feedback on any of them may name memories another returned.
 
         Returns:
             The search result with ``retrieval_id`` set; pass it with the ids
             of the hits the caller used to :meth:`record_usage_feedback`.
 
         Raises:
-            As :meth:`search`.
+            As :meth:`search`; InvalidInput also for an empty or over-long ``session_id``.
         """
+        session_id = check_session_id(session_id)
         filters = filters or SearchFilters()
         learner = learner if learner is not None else scope_of(filters)
         result = self.search(
@@ -575,6 +580,7 @@ class MemoryService:
             results=event_results(result.hits),
             parts=parts.names,
             cache_hit=result.cached,
+            session_id=session_id,
         )
         return dataclasses.replace(result, retrieval_id=retrieval_id)
 
@@ -613,6 +619,15 @@ class MemoryService:
         if event is None or (owner is not None and event.owner != owner):
             raise NotFound(f"no retrieval with id {retrieval_id}")
         return event
+
+    def session_memory_ids(self, event: RetrievalEvent) -> tuple[str, ...]:
+        """Memories feedback on ``event`` may name: its results, then (with a session)
+        those of every other retrieval of its owner and session; [] never raised."""
+        ids = list(event.result_ids)
+        if event.session_id is not None:
+            found = self.retriever.feedback.session_results(event.owner, event.session_id)
+            ids += [i for i in found if i not in set(ids)]
+        return tuple(ids)
 
     def add_anchor(self, memory_id: str, text: str, *, owner: str | None = None) -> Anchor:
         """Attach a manual anchor (a question the memory answers); active at once.

@@ -94,6 +94,9 @@ class RetrievalEventRow(Base):
     feedback_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     cache_hit: Mapped[bool] = mapped_column(Boolean, default=False)
     parts: Mapped[list[str]] = mapped_column(JSON, default=list)
+    session_id: Mapped[str | None] = mapped_column(String(128), nullable=True)
+
+    __table_args__ = (Index("ix_retrieval_events_session", "owner", "session_id"),)
 
 
 class QueryFactWeightRow(Base):

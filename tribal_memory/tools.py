@@ -141,6 +141,13 @@ def _string(args: Mapping[str, Any], name: str) -> str:
     return value
 
 
+def _optional_string(args: Mapping[str, Any], name: str) -> str | None:
+    value = args.get(name)
+    if value is None:
+        return None
+    return _string(args, name)
+
+
 def _number(args: Mapping[str, Any], name: str) -> float | None:
     value = args.get(name)
     if value is None:
@@ -191,7 +198,8 @@ def memory_search(
 
     Args:
         service: The open service.
-        arguments: ``{query, maxResults?, minScore?}``; other fields are ignored
+        arguments: ``{query, maxResults?, minScore?, sessionId?}`` (``sessionId``:
+            the agent task, see ``memory_feedback``); other fields are ignored
             (OpenClaw's ``corpus`` among them: there is one corpus).
         owner: The caller: its memories plus shared ones (None: every owner).
         learner: Whose learned data the search uses and feeds (None: ``owner``).
@@ -212,6 +220,7 @@ def memory_search(
     if not 0.0 <= min_score <= 1.0:
         raise InvalidInput("minScore must be between 0 and 1")
     k = min(max_results, service.settings.max_k)
+    session_id = _optional_string(args, "sessionId")
     try:
         result = service.recall_with_feedback(
             query,
@@ -220,6 +229,7 @@ def memory_search(
             mode="hybrid",
             min_score=min_score,
             learner=learner,
+            session_id=session_id,
         )
     except (StoreUnavailable, EmbeddingError) as exc:
         return {"results": [], "disabled": True, "error": exc.detail}
@@ -401,9 +411,10 @@ def memory_feedback(
     retrieval_id = _string(args, "retrievalId")
     given = _strings(args, "usedPaths")
     event = service.retrieval(retrieval_id, owner=learner if learner is not None else owner)
-    memories = service.get_many(event.result_ids, owner=owner)
+    candidates = service.session_memory_ids(event)
+    memories = service.get_many(candidates, owner=owner)
     by_path: dict[str, list[Memory]] = {}
-    for memory_id in event.result_ids:
+    for memory_id in candidates:
         if memory_id in memories:
             by_path.setdefault(memory_path(memories[memory_id]), []).append(memories[memory_id])
     used_paths: list[str] = []

@@ -95,6 +95,23 @@ def check_time(value: datetime | None, name: str) -> datetime | None:
         raise InvalidInput(f"{name} is out of range once converted to UTC: {value}") from exc
 
 
+MAX_SESSION_ID_CHARS = 128
+
+
+def check_session_id(session_id: str | None) -> str | None:
+    """``session_id`` stripped (None stays None).
+
+    Raises:
+        InvalidInput: empty after stripping, or over ``MAX_SESSION_ID_CHARS`` characters.
+    """
+    if session_id is None:
+        return None
+    cleaned = session_id.strip()
+    if not cleaned or len(cleaned) > MAX_SESSION_ID_CHARS:
+        raise InvalidInput(f"session_id must be 1 to {MAX_SESSION_ID_CHARS} characters")
+    return cleaned
+
+
 def check_kind(kind: str) -> None:
     """Raises InvalidInput when ``kind`` is not one of ``MEMORY_KINDS``."""
     if kind not in MEMORY_KINDS:

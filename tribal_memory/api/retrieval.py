@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 from litestar import Controller, post
 from litestar.params import JSONBody
@@ -14,6 +15,7 @@ from tribal_memory.api.deps import Service
 from tribal_memory.api.errors import error_responses
 from tribal_memory.api.schemas import RecallRequest, SearchOut, SearchRequest
 from tribal_memory.auth import Caller
+from tribal_memory.errors import InvalidInput
 from tribal_memory.service import MemoryService, SearchMode
 
 
@@ -21,8 +23,14 @@ def _search(
     service: MemoryService, caller: Caller, data: RecallRequest, mode: SearchMode
 ) -> SearchOut:
     """Run ``data`` in ``mode`` within the caller's scope, logged for feedback when asked."""
-    run = service.recall_with_feedback if data.feedback else service.search
     filters = dataclasses.replace(data.to_filters(), owner=caller.scope(data.owner))
+    if data.session_id is not None and not data.feedback:
+        raise InvalidInput("session_id needs feedback: true (it ties logged retrievals together)")
+    run = (
+        functools.partial(service.recall_with_feedback, session_id=data.session_id)
+        if data.feedback
+        else service.search
+    )
     result = run(
         data.query,
         k=data.k,

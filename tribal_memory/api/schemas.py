@@ -171,7 +171,9 @@ class RecallRequest(_Request):
     ``feedback``: log the retrieval so usage feedback can name it (the
     response carries its ``retrieval_id``). ``learned``: the learned parts to
     use, from ``cache``, ``expansion``, ``feedback``, ``anchors`` (``[]``: plain
-    search, the baseline); null uses the owner's A/B variant.
+    search, the baseline); null uses the owner's A/B variant. ``session_id``
+    (with ``feedback``): the agent task this retrieval belongs to; feedback on
+    any retrieval of the session may name memories another of them returned.
     """
 
     query: str
@@ -187,6 +189,7 @@ class RecallRequest(_Request):
     feedback: bool = False
     learned: list[str] | None = None
     context: bool = False
+    session_id: str | None = None
 
     def learned_parts(self) -> LearnedParts | None:
         """The core :class:`LearnedParts` named by ``learned`` (None: the owner's variant).

@@ -23,11 +23,13 @@ Score = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
 
 class MemorySearchIn(msgspec.Struct):
     """``query``; ``maxResults`` (default 6, capped at ``max_k``; floats floored);
-    ``minScore`` in [0, 1] (default 0.35). Other fields are ignored."""
+    ``minScore`` in [0, 1] (default 0.35); ``sessionId``: the agent task (feedback
+    on any search of it may name what another returned). Other fields are ignored."""
 
     query: str
     maxResults: float | None = None
     minScore: float | None = None
+    sessionId: str | None = None
 
 
 class MemorySearchResultOut(msgspec.Struct):

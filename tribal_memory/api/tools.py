@@ -104,7 +104,12 @@ class ToolsController(Controller):
             InvalidInput: 400, empty query or numbers out of range.
             TooLarge: 413, query over ``max_content_chars``.
         """
-        arguments = _present(query=data.query, maxResults=data.maxResults, minScore=data.minScore)
+        arguments = _present(
+            query=data.query,
+            maxResults=data.maxResults,
+            minScore=data.minScore,
+            sessionId=data.sessionId,
+        )
         answer = tools.memory_search(service, arguments, owner=agent, learner=caller.learner)
         return msgspec.convert(answer, MemorySearchOut)
 

@@ -77,6 +77,14 @@ def bench_learn(
             "(over 10: an oracle, labelled so).",
         ),
     ] = 10,
+    feedback: Annotated[
+        str,
+        typer.Option(
+            "--feedback",
+            help="shown: report the gold among the hits shown; session: also search "
+            "again (question + answer) in the same session and report what that found.",
+        ),
+    ] = "shown",
     limit_samples: Annotated[
         int | None, typer.Option(min=1, help="Only the first N conversations.")
     ] = None,
@@ -90,6 +98,8 @@ def bench_learn(
 
     if (path is None) == (suite is None):
         raise InvalidInput("give either a LoCoMo-format PATH or --suite NAME")
+    if feedback not in ("shown", "session"):
+        raise InvalidInput(f"--feedback must be shown or session, not {feedback!r}")
     if suite is not None:
         stores, dataset, protocol = suite_stores(suite, seed), suite, "feedback-phrasing"
     else:
@@ -104,6 +114,7 @@ def bench_learn(
         out=out,
         rounds=rounds,
         feedback_k=feedback_k,
+        session=feedback == "session",
         log=None if run.json else run.out.print,
     )
     if run.json:

@@ -38,6 +38,8 @@ class RetrievalEvent:
     ``results``: one dict per hit in rank order with ``id``, ``rank``, ``score``
     and the learned-layer flags (``cached``, ``expanded_from``, ``boost``,
     ``anchor_match``). ``used_ids`` is None until feedback arrives.
+    ``session_id``: the agent session the retrieval belongs to (None: none);
+    feedback on it may name memories any retrieval of that session returned.
     """
 
     retrieval_id: str
@@ -50,6 +52,7 @@ class RetrievalEvent:
     parts: tuple[str, ...]
     created_at: datetime
     feedback_at: datetime | None
+    session_id: str | None = None
 
     @property
     def result_ids(self) -> tuple[str, ...]:
@@ -104,6 +107,7 @@ class FeedbackTracker:
         results: Sequence[dict[str, Any]],
         parts: Sequence[str],
         cache_hit: bool,
+        session_id: str | None = None,
     ) -> str:
         """Store a retrieval event; returns its new ``retrieval_id`` (a UUID4 string)."""
         retrieval_id = str(uuid.uuid4())
@@ -118,6 +122,7 @@ class FeedbackTracker:
                     parts=list(parts),
                     cache_hit=cache_hit,
                     created_at=utcnow(),
+                    session_id=session_id,
                 )
             )
         return retrieval_id
@@ -139,7 +144,27 @@ class FeedbackTracker:
                 tuple(row.parts or ()),
                 _aware(row.created_at),
                 _aware(row.feedback_at) if row.feedback_at else None,
+                row.session_id,
             )
+
+    def session_results(self, owner: str, session_id: str) -> dict[str, float]:
+        """``{memory_id: best score}`` over every retrieval ``owner`` logged in the session.
+
+        Returns:
+            {} when the session has no retrieval of that owner.
+        """
+        found: dict[str, float] = {}
+        with self._db.session() as session:
+            rows = session.scalars(
+                select(RetrievalEventRow.results).where(
+                    RetrievalEventRow.owner == owner, RetrievalEventRow.session_id == session_id
+                )
+            )
+            for results in rows:
+                for result in results or ():
+                    memory_id, score = str(result["id"]), float(result["score"])
+                    found[memory_id] = max(score, found.get(memory_id, score))
+        return found
 
     def mark_used(self, retrieval_id: str, used_ids: Sequence[str], now: datetime) -> bool:
         """Record the used ids on the event once; False when it already had feedback."""

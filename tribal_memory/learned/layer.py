@@ -156,9 +156,14 @@ class Retriever:
     ) -> FeedbackResult:
         """Apply usage feedback to a logged retrieval (see ``MemoryService.record_usage_feedback``).
 
+        A used id may be a result of this retrieval or, when it was logged with
+        a ``session_id``, of any retrieval of the same owner and session (the
+        agent searched again and used what it found there): the query is then
+        linked to what was finally used.
+
         Raises:
             NotFound: unknown ``retrieval_id`` (or one of another owner).
-            InvalidInput: a used id that was not among the retrieval's results.
+            InvalidInput: a used id no retrieval of the session returned.
             Conflict: the retrieval already has different feedback.
         """
         event = self.feedback.event(retrieval_id)
@@ -166,11 +171,18 @@ class Retriever:
             raise NotFound(f"no retrieval with id {retrieval_id}")
         used = list(dict.fromkeys(used_ids))
         results = event.result_ids
-        strangers = [i for i in used if i not in results]
+        scores = {str(r["id"]): float(r["score"]) for r in event.results}
+        if event.session_id is not None and any(i not in scores for i in used):
+            found = self.feedback.session_results(event.owner, event.session_id)
+            scores = {**found, **scores}
+        strangers = [i for i in used if i not in scores]
         if strangers:
-            raise InvalidInput(
-                f"memories {strangers} were not among the results of retrieval {retrieval_id}"
+            where = (
+                f"any retrieval of session {event.session_id!r}"
+                if event.session_id is not None
+                else f"retrieval {retrieval_id}"
             )
+            raise InvalidInput(f"memories {strangers} were not among the results of {where}")
         unused = tuple(i for i in results if i not in set(used))
         outcome = FeedbackResult(retrieval_id, tuple(used), unused)
         now = utcnow()
@@ -183,7 +195,6 @@ class Retriever:
                 "feedback is recorded once per retrieval"
             )
         key = query_key(event.query)
-        scores = {str(r["id"]): float(r["score"]) for r in event.results}
         penalised = [i for i in results[: self.settings.feedback_penalty_depth] if i in unused]
         # Memories deleted since the retrieval are neither reinforced nor penalised:
         # a weight row for them would point at nothing.
