@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from tribal_memory.bench.learn import (
+    AGENT_FEEDBACK_K,
     BenchStore,
     _measure,
     _replay,
@@ -80,7 +81,7 @@ def main() -> None:
             for start in range(0, len(store.memories), 64):
                 service.capture_batch(store.memories[start : start + 64])
             service.optimize()
-            fed_keys, _, _ = _replay(service, store, rounds=3, feedback_k=200)
+            fed_keys, _, _ = _replay(service, store, rounds=3, feedback_k=AGENT_FEEDBACK_K)
             for point, point_rows in zip(points, rows, strict=True):
                 settings = Settings(data_dir=Path(tmp), **point)
                 service.retriever = Retriever(settings, service.db, service.store, embedder)

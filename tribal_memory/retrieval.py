@@ -111,6 +111,11 @@ def _scale(scores: Sequence[float], normalisation: Normalisation, *, clip: bool)
     return lambda value: value / high if high > 0 else 0.0
 
 
+def text_scale(scores: Sequence[float], normalisation: Normalisation) -> Scale:
+    """The map BM25 scores of one list go through in fusion (for a query variant's list)."""
+    return _scale(scores, normalisation, clip=False)
+
+
 def vector_scale(candidates: Sequence[Candidate], normalisation: Normalisation) -> Scale:
     """The map a cosine goes through to become ``vector`` in these candidates' fusion.
 

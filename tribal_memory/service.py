@@ -234,7 +234,7 @@ class MemoryService:
         """Store memories exactly as given, skipping ids already stored (import, restore).
 
         Unlike :meth:`capture_batch` nothing is validated, derived or embedded:
-        ids, timestamps, ``anchor_text`` and metadata are kept as they are, and
+        ids, timestamps and metadata are kept as they are, and
         ``vectors`` must come from this instance's model. A repeated id within
         ``memories`` is written once.
 

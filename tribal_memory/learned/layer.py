@@ -59,6 +59,7 @@ from tribal_memory.retrieval import (
     Candidate,
     fused_candidates,
     smooth_neighbours,
+    text_scale,
     top_hits,
     vector_scale,
 )
@@ -440,13 +441,16 @@ class Retriever:
         if parts.expansion and has_past and mode != "vector":
             variants = self._variants(query, scope, similar)
             searches = [self._store.start_text_search(v, filters, pool) for v in variants]
+            # A variant's BM25 goes on the scale the query's own went on in fusion,
+            # so that "beats the query's own match" compares like with like.
+            normalisation = self.settings.fusion_normalisation if mode == "hybrid" else "max"
             for variant, search in zip(variants, searches, strict=True):
                 found = search.result()
-                best = max((c.score for c in found), default=0.0)
-                if best <= 0:
+                if max((c.score for c in found), default=0.0) <= 0:
                     continue
+                to_text = text_scale([c.score for c in found], normalisation)
                 for scored in found:
-                    value = self.settings.expansion_weight * scored.score / best
+                    value = self.settings.expansion_weight * to_text(scored.score)
                     entry = learned.setdefault(scored.memory.memory_id, _Learned())
                     if value > entry.expansion:
                         entry.expansion, entry.expanded_from = value, variant
