@@ -137,6 +137,9 @@ class Settings(BaseSettings):
     """Least rows written between automatic ``optimize()`` runs (fold into indexes, compact)."""
     optimize_growth: float = Field(default=0.1, gt=0.0, le=1.0)
     """Also wait until this fraction of the table was written before an automatic ``optimize()``."""
+    optimize_small_fragments: int = Field(default=32, ge=1)
+    """Small table fragments (left by small writes, updates and deletes) at which the
+    automatic ``optimize()`` runs whatever the row count."""
     keep_versions_s: int = Field(default=300, ge=0)
     """Age in seconds past which old LanceDB table versions are removed by ``optimize()``."""
     malloc_arena_max: int = Field(default=2, ge=0)

@@ -262,7 +262,13 @@ class Neighbor:
 
 @dataclass(frozen=True, slots=True)
 class StoreStats:
-    """Counts and configuration of one instance."""
+    """Counts and configuration of one instance.
+
+    Table health (what slows reads; ``optimize()`` brings the first three
+    down): ``fragments`` and ``small_fragments`` of the memory table,
+    ``unindexed_rows`` (rows the full-text and scalar indexes lack yet),
+    ``versions`` (table versions kept on disk).
+    """
 
     memories: int
     owners: dict[str, int]
@@ -273,6 +279,10 @@ class StoreStats:
     fts_indexed: bool
     ann_indexed: bool
     table_version: int
+    fragments: int = 0
+    small_fragments: int = 0
+    unindexed_rows: int = 0
+    versions: int = 0
 
 
 LEARNED_PARTS: tuple[str, ...] = ("cache", "expansion", "feedback", "anchors")

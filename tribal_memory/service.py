@@ -117,6 +117,7 @@ class MemoryService:
                     optimize_every_rows=settings.optimize_every_rows,
                     optimize_growth=settings.optimize_growth,
                     keep_versions_s=settings.keep_versions_s,
+                    optimize_small_fragments=settings.optimize_small_fragments,
                     index_cache_mb=settings.index_cache_mb,
                 )
         except BaseException:
@@ -851,7 +852,7 @@ class MemoryService:
     # -- maintenance ------------------------------------------------------------
 
     def stats(self) -> StoreStats:
-        """Counts per owner and kind, relation count, model and index state."""
+        """Counts per owner and kind, relation count, model, index state and table health."""
         indexes = self.store.index_state()
         return StoreStats(
             memories=self.store.count(),
@@ -863,11 +864,20 @@ class MemoryService:
             fts_indexed=indexes["fts"],
             ann_indexed=indexes["ann"],
             table_version=self.store.version,
+            **self.store.health(),
         )
 
     def optimize(self) -> None:
         """Fold new rows into the indexes and drop old versions (see the store)."""
         self.store.optimize()
+
+    def table_health(self) -> dict[str, int]:
+        """``{"fragments", "small_fragments", "unindexed_rows", "versions"}`` of the memory table.
+
+        Raises:
+            StoreUnavailable: the table cannot be read.
+        """
+        return self.store.health()
 
     def check_consistency(self, *, repair: bool = False) -> ConsistencyReport:
         """Unique memory ids, and no SQL row pointing at a missing memory.

@@ -430,7 +430,12 @@ class NeighborsOut(msgspec.Struct):
 
 
 class StatsOut(msgspec.Struct):
-    """Counts (per owner, per kind), relation count, model and index state."""
+    """Counts (per owner, per kind), relation count, model and index state.
+
+    Table health (what slows searches; ``tribal-memory optimize`` brings it
+    down): ``fragments``, ``small_fragments``, ``unindexed_rows`` (rows the
+    full-text and scalar indexes lack yet) and ``versions`` kept on disk.
+    """
 
     memories: int
     owners: dict[str, int]
@@ -441,6 +446,10 @@ class StatsOut(msgspec.Struct):
     fts_indexed: bool
     ann_indexed: bool
     table_version: int
+    fragments: int
+    small_fragments: int
+    unindexed_rows: int
+    versions: int
 
 
 class UsageOut(msgspec.Struct):

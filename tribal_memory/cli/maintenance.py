@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Annotated
 
@@ -9,6 +10,31 @@ import typer
 
 from tribal_memory.cli.output import _fail
 from tribal_memory.cli.root import DataDirOption, JsonOption, _Run, app
+
+
+@app.command()
+def optimize(
+    ctx: typer.Context,
+    data_dir: DataDirOption = None,
+    json_out: JsonOption = None,
+) -> None:
+    """Compact the memory table, fold new rows into its indexes, drop old versions.
+
+    Runs by itself after enough writes; run it after a bulk change, or when
+    ``tribal-memory stats`` shows many small fragments or unindexed rows.
+    """
+    run = _Run(ctx, data_dir, json_out)
+    with run.service() as service:
+        before = service.table_health()
+        started = time.perf_counter()
+        service.optimize()
+        seconds = time.perf_counter() - started
+        after = service.table_health()
+    if run.json:
+        run.emit({"before": before, "after": after, "seconds": round(seconds, 3)})
+        return
+    changes = ", ".join(f"{name} {before[name]} -> {after[name]}" for name in before)
+    run.out.print(f"optimized in {seconds:.2f} s: {changes}")
 
 
 @app.command()

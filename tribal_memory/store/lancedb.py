@@ -22,7 +22,7 @@ import time
 from collections.abc import Awaitable, Iterable, Iterator, Sequence
 from concurrent.futures import Future
 from datetime import timedelta
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import lancedb
 import numpy as np
@@ -62,6 +62,8 @@ _T = TypeVar("_T")
 logger = logging.getLogger("tribal_memory.store")
 _EXACT_MAX_ROWS = 300
 """Prefiltered vector searches over fewer rows than this skip the IVF index (exact)."""
+_HEALTH_CHECK_WRITES = 50
+"""Writes between two reads of the table's fragment count (a few ms each)."""
 _INDEX_CHECK_S = 30.0
 """Seconds between re-reads of which vector index exists (another process may build it)."""
 _IVF_PARTITION_ROWS = 1024
@@ -108,6 +110,9 @@ class LanceMemoryStore:
             automatic ``optimize()`` (each one rewrites compacted files and
             indexes, so a fixed gap would make bulk loads quadratic).
         keep_versions_s: Table versions older than this are removed by ``optimize()``.
+        optimize_small_fragments: Small fragments (each small write, update or
+            delete leaves one) at which the automatic ``optimize()`` runs
+            whatever the row count; checked every ``_HEALTH_CHECK_WRITES`` writes.
         index_cache_mb: Bound of LanceDB's in-memory cache of index data (MiB),
             and a quarter of it for table metadata. The cache keeps replaced
             index versions until evicted, so without a bound a long-running
@@ -130,6 +135,7 @@ class LanceMemoryStore:
         optimize_every_rows: int = 2_000,
         optimize_growth: float = 0.1,
         keep_versions_s: int = 300,
+        optimize_small_fragments: int = 32,
         index_cache_mb: int = 1024,
     ) -> None:
         self.model_id = model_id
@@ -139,8 +145,10 @@ class LanceMemoryStore:
         self._optimize_every_rows = optimize_every_rows
         self._optimize_growth = optimize_growth
         self._keep_versions = timedelta(seconds=keep_versions_s)
+        self._optimize_small_fragments = optimize_small_fragments
         self._write_lock = threading.Lock()
         self._rows_since_optimize = 0
+        self._writes_since_check = 0
         self._ann_name: str | None = None
         """Name of the IVF vector index; None while there is none."""
         self._index_checked_at = time.monotonic()
@@ -227,6 +235,7 @@ class LanceMemoryStore:
             written = self._run("update", self._replace(memory, vector))
             self._rows_since_optimize += 1
             self._recent.put(memory.memory_id, memory.owner, written)
+        self._maybe_optimize()
 
     async def _replace(self, memory: Memory, vector: Vector | None) -> Vector:
         if vector is None:
@@ -250,6 +259,8 @@ class LanceMemoryStore:
                 self._run("delete", self._table.delete(where))
                 self._rows_since_optimize += existing
             self._recent.drop(memory_ids)
+        if existing:
+            self._maybe_optimize()
         return existing
 
     # -- reads ----------------------------------------------------------------
@@ -534,18 +545,57 @@ class LanceMemoryStore:
             "segments": int(getattr(stats, "num_indices", 1) or 1),
         }
 
+    def health(self) -> dict[str, int]:
+        """What slows reads: ``{"fragments", "small_fragments", "unindexed_rows", "versions"}``.
+
+        ``unindexed_rows``: the most rows any scalar or full-text index lacks
+        (rows written since the last ``optimize()``); ``versions``: table
+        versions kept on disk.
+
+        Raises:
+            StoreUnavailable: the table cannot be read.
+        """
+        stats: Any = self._run("read", self._table.stats())  # a TypedDict in LanceDB 0.40
+        fragments = stats["fragment_stats"]
+        count, small = fragments["num_fragments"], fragments["num_small_fragments"]
+        unindexed = 0
+        for index in self._run("read", self._table.list_indices()):
+            if str(index.index_type).upper().startswith("IVF"):
+                continue  # the vector index: searched exactly past it (see RecentRows)
+            found = self._run("read", self._table.index_stats(index.name))
+            if found is not None:
+                unindexed = max(unindexed, int(found.num_unindexed_rows))
+        versions = len(self._run("read", self._table.list_versions()))  # type: ignore[no-untyped-call]
+        return {
+            "fragments": int(count),
+            "small_fragments": int(small),
+            "unindexed_rows": unindexed,
+            "versions": versions,
+        }
+
     def _maybe_optimize(self) -> None:
         """The automatic ``optimize()`` after a write; its failure does not fail the write.
 
-        The rows are stored by then. Another process optimising the same table
-        at the same moment can make LanceDB reject one commit: that one is
-        logged and the next write tries again.
+        Runs when enough rows were written (``optimize_every_rows``, and
+        ``optimize_growth`` of the table), or, checked every
+        ``_HEALTH_CHECK_WRITES`` writes of any kind (capture, update, delete),
+        when the table has ``optimize_small_fragments`` small fragments: a few
+        hundred one-row fragments slow every search fivefold (issue 14) long
+        before the row count calls for a rebuild. The rows are stored by then.
+        Another process optimising the same table at the same moment can make
+        LanceDB reject one commit: that one is logged and the next write tries
+        again.
         """
-        if self._rows_since_optimize < self._optimize_every_rows:
-            return
+        self._writes_since_check += 1
         try:
-            if self._rows_since_optimize >= self._optimize_growth * self.count():
+            if self._rows_since_optimize >= self._optimize_every_rows and (
+                self._rows_since_optimize >= self._optimize_growth * self.count()
+            ):
                 self.optimize()
+            elif self._writes_since_check >= _HEALTH_CHECK_WRITES:
+                self._writes_since_check = 0
+                if self.health()["small_fragments"] >= self._optimize_small_fragments:
+                    self.optimize()
         except StoreUnavailable as exc:
             logger.warning("automatic optimize skipped: %s", exc.detail)
 

@@ -1,0 +1,78 @@
+"""The memory table stays compact under the writes agents make (issue 14), and says so."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from tribal_memory import cli
+from tribal_memory.config import Settings
+from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
+from tribal_memory.models import MemoryInput, MemoryPatch, SearchFilters
+from tribal_memory.service import MemoryService
+
+FACTS = [f"Fact {i}: the locker of desk {i} opens with code {i * 7919 % 10000}" for i in range(60)]
+MINE = SearchFilters(owner="ana")
+
+
+def test_feedback_rounds_and_updates_leave_few_small_fragments(
+    tmp_path: Path, embedder: FastEmbedEmbedder
+) -> None:
+    settings = Settings(data_dir=tmp_path / "d", optimize_small_fragments=16)
+    with MemoryService(settings, embedder=embedder) as service:
+        ids = [
+            r.memory.memory_id
+            for r in service.capture_batch([MemoryInput(f, owner="ana") for f in FACTS])
+        ]
+        service.optimize()
+        for round_index in range(5):  # 300 searches with feedback: anchors form
+            for i in range(60):
+                result = service.recall_with_feedback(
+                    f"what opens the locker of desk {i}?", k=5, filters=MINE
+                )
+                assert result.retrieval_id is not None
+                shown = [h.memory.memory_id for h in result.hits if h.memory.memory_id == ids[i]]
+                service.record_usage_feedback(result.retrieval_id, shown)
+            # Each update rewrites one row into a fragment of its own.
+            for i in range(round_index * 12, round_index * 12 + 12):
+                service.update(ids[i], MemoryPatch(tags=(f"round-{round_index}",)))
+        assert service.retriever.anchors.active_count() >= 30
+        health = service.table_health()
+        stats = service.stats()
+    # 60 single-row updates and 300 feedbacks: the fragments an update leaves are
+    # compacted once 16 pile up (checked every 50 writes), feedback leaves none;
+    # without that check the 60 updates would leave 60 small fragments.
+    assert health["small_fragments"] < 32, health
+    assert health["fragments"] < 33, health
+    assert health["unindexed_rows"] <= 60, health
+    assert (stats.fragments, stats.small_fragments) == (
+        health["fragments"],
+        health["small_fragments"],
+    )
+
+
+def test_optimize_command_compacts_and_stats_report_the_table(
+    tmp_path: Path, embedder: FastEmbedEmbedder
+) -> None:
+    data_dir = tmp_path / "d"
+    with MemoryService(Settings(data_dir=data_dir), embedder=embedder) as service:
+        ids = [
+            r.memory.memory_id
+            for r in service.capture_batch([MemoryInput(f, owner="ana") for f in FACTS[:20]])
+        ]
+        for memory_id in ids[:10]:
+            service.update(memory_id, MemoryPatch(tags=("moved",)))
+        before = service.table_health()
+    assert before["small_fragments"] >= 10  # one per update, none compacted yet
+    runner = CliRunner()
+    result = runner.invoke(cli.app, ["optimize", "--data-dir", str(data_dir), "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output.strip().splitlines()[-1])
+    assert report["before"]["small_fragments"] == before["small_fragments"]
+    assert report["after"]["fragments"] == 1 and report["after"]["unindexed_rows"] == 0
+    stats = runner.invoke(cli.app, ["stats", "--data-dir", str(data_dir), "--json"])
+    figures = json.loads(stats.output.strip().splitlines()[-1])
+    assert {"fragments", "small_fragments", "unindexed_rows", "versions"} <= set(figures)
+    assert figures["fragments"] == 1
