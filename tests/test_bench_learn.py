@@ -32,16 +32,22 @@ def test_suite_split_feeds_one_phrasing_of_half_the_facts() -> None:
     assert any(q.gold not in fed_facts for q in store.new)
 
 
+TINY_FACTS = {
+    "f1": "Priya is allergic to peanuts",
+    "f2": "Project Atlas ships on March 3",
+    "f3": "Tom prefers tea over coffee",
+    "f4": "The staging database runs on db-stage-2",
+}
+
+
+def _tiny_memories() -> list[MemoryInput]:
+    return [MemoryInput(c, owner="t", metadata={"key": k}) for k, c in TINY_FACTS.items()]
+
+
 def test_report_has_every_variant_and_set_and_feedback_makes_repeats_cached(
     embedder: Embedder, tmp_path: Path
 ) -> None:
-    facts = {
-        "f1": "Priya is allergic to peanuts",
-        "f2": "Project Atlas ships on March 3",
-        "f3": "Tom prefers tea over coffee",
-        "f4": "The staging database runs on db-stage-2",
-    }
-    memories = [MemoryInput(c, owner="t", metadata={"key": k}) for k, c in facts.items()]
+    memories = _tiny_memories()
     store = BenchStore(
         "t",
         memories,
@@ -77,13 +83,7 @@ def test_feedback_over_what_an_agent_is_shown_is_labelled_oracle() -> None:
 
 
 def test_session_feedback_reports_what_a_second_search_found(embedder: Embedder) -> None:
-    facts = {
-        "f1": "Priya is allergic to peanuts",
-        "f2": "Project Atlas ships on March 3",
-        "f3": "Tom prefers tea over coffee",
-        "f4": "The staging database runs on db-stage-2",
-    }
-    memories = [MemoryInput(c, owner="t", metadata={"key": k}) for k, c in facts.items()]
+    memories = _tiny_memories()
     # Shown only the top hit (Tom's), the agent misses f4; the answer text finds it.
     question = BenchQuestion(
         "What does Tom prefer to drink?", ("f4",), "the staging database db-stage-2"

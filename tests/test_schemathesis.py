@@ -94,6 +94,16 @@ def test_no_5xx_and_errors_in_the_documented_shape(case: schemathesis.Case, base
         assert isinstance(body["error"], str) and isinstance(body["detail"], str), where
 
 
+BROWSER_CASES = settings(
+    max_examples=3,
+    phases=[Phase.generate],  # generated cases only: schemathesis's explicit ones are many
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+    database=None,
+    derandomize=True,
+)
+"""A few generated cases per operation for the browser checks (they only send headers)."""
+
 BROWSER_ATTACKS = {
     "foreign host": ({"host": "evil.example"}, 421, "invalid_host"),
     "foreign origin": ({"origin": "http://evil.example"}, 403, "forbidden_origin"),
@@ -110,14 +120,7 @@ def _stored(base_url: str) -> int:
 @pytest.mark.slow
 @pytest.mark.parametrize("attack", sorted(BROWSER_ATTACKS))
 @schema.parametrize()
-@settings(
-    max_examples=3,
-    phases=[Phase.generate],  # generated cases only: schemathesis's explicit ones are many
-    deadline=None,
-    suppress_health_check=list(HealthCheck),
-    database=None,
-    derandomize=True,
-)
+@BROWSER_CASES
 def test_browser_requests_are_refused_on_every_operation(
     case: schemathesis.Case, base_url: str, attack: str
 ) -> None:
@@ -144,14 +147,7 @@ def test_browser_requests_are_refused_on_every_operation(
 
 @pytest.mark.slow
 @schema.parametrize()
-@settings(
-    max_examples=3,
-    phases=[Phase.generate],  # generated cases only: schemathesis's explicit ones are many
-    deadline=None,
-    suppress_health_check=list(HealthCheck),
-    database=None,
-    derandomize=True,
-)
+@BROWSER_CASES
 def test_simple_request_bodies_are_415(case: schemathesis.Case, base_url: str) -> None:
     """Bodies a page can send without a preflight (text/plain, forms) never reach a handler."""
     if isinstance(case.body, NotSet) or case.media_type is None:
