@@ -65,6 +65,9 @@ def test_report_has_every_variant_and_set_and_feedback_makes_repeats_cached(
     )
     assert (tmp_path / "report.json").exists()
     assert (report["feedback"], report["feedback_k"]) == ("agent", 10)  # what it was shown
+    after = report["after_feedback"]
+    assert after["search_p50_ms"] == report["variants"]["hybrid"]["new"]["p50_ms"] > 0
+    assert after["learned_p50_ms"] == report["variants"]["learned"]["new"]["p50_ms"] > 0
     assert report["feedback_coverage"] == 1.0
     for variant in ("hybrid", "learned"):
         assert set(report["variants"][variant]) == set(SETS)

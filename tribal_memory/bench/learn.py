@@ -328,6 +328,19 @@ def _summary(rows: list[dict[str, float]]) -> dict[str, Any]:
     }
 
 
+def _after_feedback(variants: dict[str, Any]) -> dict[str, float | None]:
+    """Search latency on the stores as the replay left them (issue 14's check).
+
+    ``search_p50_ms``: plain hybrid search of the new questions;
+    ``learned_p50_ms``: the learned variant's. None when that variant did not run.
+    """
+    plain, learned = variants.get("hybrid"), variants.get("learned")
+    return {
+        "search_p50_ms": plain["new"]["p50_ms"] if plain else None,
+        "learned_p50_ms": learned["new"]["p50_ms"] if learned else None,
+    }
+
+
 def targets(report: dict[str, Any]) -> list[dict[str, Any]]:
     """The issue's targets checked against a report: ``[{name, value, target, met}]``."""
     v = report["variants"]
@@ -406,7 +419,8 @@ def run_learn_bench(
 
     Returns:
         ``{"dataset", "protocol", "seed", "rounds", "feedback_k", "feedback"
-        ("agent" or "oracle"), "feedback_coverage",
+        ("agent" or "oracle"), "feedback_coverage", "after_feedback"
+        ({"search_p50_ms", "learned_p50_ms"}: latency on the fed store),
         "variants": {name: {set: {"n", "recall@5", "recall@10", "recall@25", "hit@5",
         "hit@10", "mrr", "p50_ms", "p95_ms", "cache_hit_rate", "cache_hit_p50_ms",
         "false_hit_rate"}}}, "targets", "settings", "machine"}``.
@@ -461,6 +475,7 @@ def run_learn_bench(
         },
         "machine": f"{platform.machine()} {platform.system()}, Python {platform.python_version()}",
     }
+    report["after_feedback"] = _after_feedback(report["variants"])
     report["targets"] = targets(report)
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)

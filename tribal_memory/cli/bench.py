@@ -138,6 +138,11 @@ def bench_learn(
         f"feedback: {report['feedback']} (top {report['feedback_k']} shown); coverage "
         f"{report['feedback_coverage']:.3f} of fed gold evidence"
     )
+    after = report["after_feedback"]
+    run.out.print(
+        f"after feedback: plain search p50 {after['search_p50_ms']} ms, "
+        f"learned search p50 {after['learned_p50_ms']} ms"
+    )
     for target in report["targets"]:
         mark = "met" if target["met"] else "NOT met"
         run.out.print(f"{mark:8s} {target['name']}: {target['value']} (target {target['target']})")
