@@ -14,6 +14,13 @@ Before the next round the store is opened in-process and checked:
 - the store opened without repair (a failed open or check counts as a
   restart needing repair; ``check --repair`` is then run so the test goes on).
 
+With ``--maintenance`` the server makes its automatic ``optimize()`` due after
+every write (``TRIBAL_OPTIMIZE_EVERY_ROWS=1``), so store maintenance (compaction,
+index update, version cleanup) runs back to back on its background thread and
+most kills land in the middle of one; the server log says when each run
+started and finished, and ``kills_during_maintenance`` counts the rounds whose
+last run had not finished when the server was killed.
+
 Usage::
 
     python benchmarks/crash.py --kills 20 --out benchmarks/results/crash.json
@@ -62,6 +69,7 @@ class Report:
     not_found_by_search: int = 0
     restarts_needing_repair: int = 0
     inconsistent_checks: int = 0
+    kills_during_maintenance: int = 0
     feedback_calls: int = 0
     relations: int = 0
     seconds: float = 0.0
@@ -69,12 +77,17 @@ class Report:
     problems: list[str] = field(default_factory=list)
 
 
-def _start(data_dir: Path, log: Path) -> ServerProcess:
+MAINTENANCE_ENV = {"TRIBAL_OPTIMIZE_EVERY_ROWS": "1", "TRIBAL_OPTIMIZE_GROWTH": "0.000001"}
+"""Server settings of ``--maintenance``: the automatic ``optimize()`` is due after every write."""
+
+
+def _start(data_dir: Path, log: Path, *, maintenance: bool = False) -> ServerProcess:
     """``tribal-memory serve`` over ``data_dir`` on a free loopback port, healthy (or raises)."""
+    env = {"TRIBAL_AUTH": "off", **(MAINTENANCE_ENV if maintenance else {})}
     server = tribal_server(
         log,
         data_dir=data_dir,
-        env={"TRIBAL_AUTH": "off"},
+        env=env,
         startup_timeout_s=STARTUP_TIMEOUT_S,
         append_log=True,
     )
@@ -189,6 +202,12 @@ def _verify(
             service.check_consistency(repair=True)
 
 
+def _maintenance_unfinished(log_text: str) -> bool:
+    """Whether the last store maintenance run in ``log_text`` (one round's log) never finished."""
+    started = log_text.rfind("store maintenance started")
+    return started >= 0 and log_text.find("store maintenance finished", started) < 0
+
+
 def run(
     kills: int,
     *,
@@ -200,6 +219,7 @@ def run(
     seed: int = 7,
     data_dir: Path | None = None,
     embedder: Embedder | None = None,
+    maintenance: bool = False,
 ) -> Report:
     """Run ``kills`` kill -9 rounds against one data dir and return the report.
 
@@ -211,6 +231,7 @@ def run(
         seed: Seeds the kill times, the sampled searches and the learner.
         data_dir: Where the store lives (default: a temp dir, removed afterwards).
         embedder: Model for the in-process checks (default: the packaged one).
+        maintenance: Make store maintenance due after every write (see the module doc).
     """
     rng = random.Random(seed)
     embedder = embedder or FastEmbedEmbedder()
@@ -220,6 +241,7 @@ def run(
             "clients": clients,
             "batch": batch,
             "kill_window_s": [min_s, max_s],
+            "server_env": MAINTENANCE_ENV if maintenance else {},
         }
     )
     started = time.monotonic()
@@ -229,8 +251,9 @@ def run(
         log = Path(tmp) / "server.log"
         acked: dict[str, str] = {}
         for round_no in range(kills):
+            log_start = log.stat().st_size if log.exists() else 0
             try:
-                server = _start(root, log)
+                server = _start(root, log, maintenance=maintenance)
             except ServerStartError as exc:
                 report.restarts_needing_repair += 1
                 report.problems.append(f"round {round_no}: {exc}: {log.read_text()[-500:]}")
@@ -247,6 +270,10 @@ def run(
             for thread in threads:
                 thread.join(timeout=60)
             report.kills += 1
+            with log.open("rb") as handle:
+                handle.seek(log_start)
+                round_log = handle.read().decode(errors="replace")
+            report.kills_during_maintenance += _maintenance_unfinished(round_log)
             report.feedback_calls += load.feedback_calls
             report.relations += load.relations
             report.problems.extend(load.server_errors)
@@ -265,8 +292,17 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument(
+        "--maintenance", action="store_true", help="make store maintenance due after every write"
+    )
     args = parser.parse_args()
-    report = run(args.kills, clients=args.clients, batch=args.batch, seed=args.seed)
+    report = run(
+        args.kills,
+        clients=args.clients,
+        batch=args.batch,
+        seed=args.seed,
+        maintenance=args.maintenance,
+    )
     text = json.dumps(asdict(report), indent=2)
     print(text)
     if args.out:

@@ -34,6 +34,9 @@ SIZE_KEYS = (
     "capture_vs_embed",
     "search_vs_baseline_p50",
     "rss_peak_mb",
+    "after_feedback_search_p50_ms",
+    "after_feedback_learned_p50_ms",
+    "after_feedback_fragments",
 )
 
 
@@ -90,6 +93,8 @@ def test_bench_perf_writes_every_figure(tmp_path: Path) -> None:
         "4",
         "--locust-s",
         "3",
+        "--feedback-searches",
+        "60",
         "--cache-dir",
         str(tmp_path / "cache"),
         "--out",
@@ -114,6 +119,10 @@ def test_bench_perf_writes_every_figure(tmp_path: Path) -> None:
     assert figures["embeddings_from_cache"] is False
     assert figures["ann_index"] is False and figures["ann_segments"] is None  # 300 rows: exact
     assert [point[0] for point in figures["rss_while_loading_mb"]] == [300]
+    # 20 questions x 3 rounds of search + feedback; health read from /v1/stats after them.
+    assert figures["after_feedback_searches"] == 60
+    assert figures["after_feedback_small_fragments"] <= figures["after_feedback_fragments"]
+    assert figures["after_feedback_unindexed_rows"] >= 0 and figures["after_feedback_versions"] >= 1
 
     concurrent = report["concurrent"]
     assert concurrent["clients"] == 4
@@ -121,7 +130,11 @@ def test_bench_perf_writes_every_figure(tmp_path: Path) -> None:
     assert isinstance(concurrent["p99_ms"], float) and concurrent["errors"] == 0
     assert concurrent["requests"] > 0
 
-    assert {t["name"] for t in report["targets"]} >= {"search p50 ms @300", "concurrent errors"}
+    assert {t["name"] for t in report["targets"]} >= {
+        "search p50 ms @300",
+        "concurrent errors",
+        "after_feedback_learned_p50_ms @300 (fresh search p50 x 1.2)",
+    }
     assert all(isinstance(t["met"], bool) for t in report["targets"])
     shares = report["profile"]["share"]
     assert abs(sum(shares.values()) - 1) < 0.01

@@ -58,3 +58,15 @@ def test_settings_read_the_environment_when_built(monkeypatch: object, tmp_path:
     monkeypatch.setenv("TRIBAL_VECTOR_WEIGHT", "0.3")
     settings = Settings()
     assert settings.data_dir == tmp_path and settings.vector_weight == 0.3
+
+
+def test_the_readme_table_gives_each_settings_default() -> None:
+    """A changed default must be changed in the README too (plain values only)."""
+    wrong = []
+    for name, field in Settings.model_fields.items():
+        default = field.default
+        if isinstance(default, bool | int | float | str) and default != "":  # "": derived
+            row = f"| `TRIBAL_{name.upper()}` | `{default}` |"
+            if row not in README:
+                wrong.append((name, default))
+    assert wrong == []

@@ -166,16 +166,26 @@ def test_backup_and_restore_commands(tmp_path: Path, service: MemoryService) -> 
 
 
 @pytest.mark.slow
-def test_acknowledged_writes_survive_kill_9(embedder: FastEmbedEmbedder, tmp_path: Path) -> None:
+@pytest.mark.parametrize("maintenance", [False, True], ids=["load", "during-maintenance"])
+def test_acknowledged_writes_survive_kill_9(
+    embedder: FastEmbedEmbedder, tmp_path: Path, maintenance: bool
+) -> None:
     sys.path.insert(0, str(ROOT / "benchmarks"))
     try:
         import crash  # benchmarks/crash.py
     finally:
         sys.path.remove(str(ROOT / "benchmarks"))
     report = crash.run(
-        3, clients=2, search_sample=10, data_dir=tmp_path / "data", embedder=embedder
+        3,
+        clients=2,
+        search_sample=10,
+        data_dir=tmp_path / "data",
+        embedder=embedder,
+        maintenance=maintenance,
     )
     assert report.kills == 3
+    if maintenance:  # maintenance runs back to back: a kill interrupted at least one run
+        assert report.kills_during_maintenance >= 1, report
     assert report.acknowledged_writes > 0
     assert report.lost_acknowledged_writes == 0, report.problems
     assert report.not_found_by_search == 0, report.problems

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 from typer.testing import CliRunner
@@ -39,6 +40,7 @@ def test_feedback_rounds_and_updates_leave_few_small_fragments(
             for i in range(round_index * 12, round_index * 12 + 12):
                 service.update(ids[i], MemoryPatch(tags=(f"round-{round_index}",)))
         assert service.retriever.anchors.active_count() >= 30
+        assert service.store.wait_for_maintenance(timeout_s=60)
         health = service.table_health()
         stats = service.stats()
     # 60 single-row updates and 300 feedbacks: the fragments an update leaves are
@@ -76,3 +78,35 @@ def test_optimize_command_compacts_and_stats_report_the_table(
     figures = json.loads(stats.output.strip().splitlines()[-1])
     assert {"fragments", "small_fragments", "unindexed_rows", "versions"} <= set(figures)
     assert figures["fragments"] == 1
+
+
+def test_captures_go_on_while_maintenance_runs_and_nothing_is_lost(
+    tmp_path: Path, embedder: FastEmbedEmbedder
+) -> None:
+    # optimize() is due after every write, so each capture starts background maintenance.
+    settings = Settings(data_dir=tmp_path / "d", optimize_every_rows=1, optimize_growth=1e-6)
+    with MemoryService(settings, embedder=embedder) as service:
+        service.capture_batch([MemoryInput(f, owner="ana") for f in FACTS[:20]])
+        ids = [r.memory.memory_id for r in service.capture_batch([MemoryInput(FACTS[20], "ana")])]
+        # Holding the lock a maintenance run holds stands for a run that takes long.
+        store = service.store
+        with store._rewrite_lock:
+            done = threading.Event()
+
+            def capture() -> None:
+                batch = [MemoryInput(f, owner="ana") for f in FACTS[21:40]]
+                ids.extend(r.memory.memory_id for r in service.capture_batch(batch))
+                done.set()
+
+            writer = threading.Thread(target=capture)
+            writer.start()
+            assert done.wait(timeout=60), "a capture waited for maintenance"
+            assert service.search("locker of desk 33", k=3, filters=MINE).hits
+        writer.join()
+        assert store.wait_for_maintenance(timeout_s=60)
+        service.optimize()  # folds in what the last background run started before
+        health = service.table_health()
+        assert len(service.get_many(ids)) == 20
+        hits = service.search(FACTS[33], k=1, filters=MINE, learned=None).hits
+    assert hits and hits[0].memory.content == FACTS[33]
+    assert health["unindexed_rows"] == 0 and health["fragments"] == 1, health

@@ -181,6 +181,10 @@ class Settings(BaseSettings):
     """Largest score a memory gains from feedback (added to its fused score)."""
     max_penalty: float = Field(default=0.05, ge=0.0, le=1.0)
     """Largest score a memory loses from feedback."""
+    boost_relevance_gate: float = Field(default=0.0, ge=0.0, le=1.0)
+    """How far a memory's feedback boost depends on its own match to the query: the boost
+    is scaled by ``(1 - gate) + gate * score`` (its fused score before learning, in
+    [0, 1]); 0 lets past questions lift a memory whatever the new one asks."""
     usage_prior_weight: float = Field(default=0.1, ge=0.0, le=1.0)
     """Largest score a retrieved memory gains for having been used before (any query)."""
     anchor_min_uses: int = Field(default=2, ge=1)

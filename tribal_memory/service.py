@@ -136,7 +136,8 @@ class MemoryService:
         self.document_index = DocumentIndex(self)
 
     def close(self) -> None:
-        """Release database connections. The service is unusable afterwards."""
+        """Finish store maintenance, release database connections; unusable afterwards."""
+        self.store.close()
         self.retriever.close()
         self.db.close()
 

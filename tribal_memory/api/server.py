@@ -6,8 +6,10 @@ Run as a module, settings come from the environment (``TRIBAL_DATA_DIR``,
 
 from __future__ import annotations
 
+import copy
 import ctypes
 import sys
+from typing import Any
 
 import uvicorn
 from pydantic import ValidationError
@@ -19,6 +21,21 @@ from tribal_memory.service import MemoryService
 
 _M_ARENA_MAX = -8
 """glibc's ``mallopt`` parameter number of ``M_ARENA_MAX`` (malloc.h)."""
+
+
+def log_config() -> dict[str, Any]:
+    """uvicorn's logging config plus the ``tribal_memory`` loggers at INFO on stderr.
+
+    The server's own messages (e.g. when automatic store maintenance starts
+    and ends) then appear in its log next to uvicorn's.
+    """
+    config: dict[str, Any] = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)
+    config["loggers"]["tribal_memory"] = {
+        "handlers": ["default"],
+        "level": "INFO",
+        "propagate": False,
+    }
+    return config
 
 
 def limit_malloc_arenas(arenas: int) -> bool:
@@ -73,6 +90,7 @@ def run(settings: Settings) -> None:
         host=settings.host,
         port=settings.port,
         log_level="info",
+        log_config=log_config(),
     )
 
 

@@ -195,6 +195,91 @@ def _make_cached(client: httpx.Client, query: str) -> None:
         _check(client.post("/v1/feedback", json=feedback), "feedback")
 
 
+def _replay_feedback(
+    client: httpx.Client, facts: Sequence[Fact], fed: Sequence[str], rounds: int
+) -> int:
+    """Search each of ``fed`` ``rounds`` times with feedback, as an agent shown the top 10 would.
+
+    The agent reports as used the hits that answer the question (the facts it
+    was generated from) and nothing when none was shown. Round after round
+    this makes feedback weights, then anchors (two uses) and query-cache
+    entries (three), the way agents using the server do (issue 14).
+
+    Returns:
+        The number of searches made (``len(fed) * rounds``).
+    """
+    answers: dict[str, set[str]] = {}
+    for fact in facts:
+        answers.setdefault(fact.question, set()).add(fact.content)
+    searches = 0
+    for _ in range(rounds):
+        for query in fed:
+            response = client.post(
+                "/v1/search", json={"query": query, "k": SEARCH_K, "feedback": True}
+            )
+            _check(response, "search with feedback")
+            body = response.json()
+            searches += 1
+            gold = answers.get(query, set())
+            used = [h["memory_id"] for h in body["hits"] if h["content"] in gold]
+            feedback = {"retrieval_id": body["retrieval_id"], "used_ids": used}
+            _check(client.post("/v1/feedback", json=feedback), "feedback")
+    return searches
+
+
+def _after_feedback(
+    client: httpx.Client,
+    facts: Sequence[Fact],
+    *,
+    searches: int,
+    seed: int,
+    samples: int,
+    warmup: int,
+    log: Log,
+) -> dict[str, Any]:
+    """Replay ``searches`` searches with feedback, then time searches on the store they left.
+
+    The questions are split: the fed ones are asked in 3 rounds (about
+    ``searches`` in all); the timed ones were never fed back, so a learned
+    search misses the cache and computes every learned part. Store health
+    (``GET /v1/stats``) is read right after the replay.
+
+    Returns:
+        ``after_feedback_searches``, ``after_feedback_search_p50_ms`` /
+        ``_p95_ms`` (plain hybrid, ``learned: []``),
+        ``after_feedback_learned_p50_ms`` / ``_p95_ms`` (the default learned
+        variant), ``after_feedback_fragments``, ``_small_fragments``,
+        ``_unindexed_rows``, ``_versions``.
+    """
+    rounds = 3
+    timed_n = max(50, min(samples, 300))
+    pool = questions(facts, searches // rounds + timed_n, seed + 2)
+    timed, fed = pool[:timed_n], pool[timed_n:]
+    log(f"  replaying feedback: {len(fed)} questions x {rounds} rounds")
+    started = time.perf_counter()
+    done = _replay_feedback(client, facts, fed, rounds)
+    figures: dict[str, Any] = {
+        "after_feedback_searches": done,
+        "after_feedback_replay_s": round(time.perf_counter() - started, 1),
+    }
+    stats = client.get("/v1/stats")
+    _check(stats, "stats")
+    health = stats.json()
+    for name in ("fragments", "small_fragments", "unindexed_rows", "versions"):
+        figures[f"after_feedback_{name}"] = health[name]
+    plain = _search_call(client, {"learned": []})
+    _timed(plain, timed, warmup)
+    figures["after_feedback_search_p50_ms"], figures["after_feedback_search_p95_ms"] = _stats(
+        _timed(plain, timed, samples)
+    )
+    learned = _search_call(client, {}, expect_cached=False)
+    _timed(learned, timed, warmup)
+    figures["after_feedback_learned_p50_ms"], figures["after_feedback_learned_p95_ms"] = _stats(
+        _timed(learned, timed, samples)
+    )
+    return figures
+
+
 def _stats(times: Sequence[float]) -> tuple[float, float]:
     return round(percentile(times, 50), 2), round(percentile(times, 95), 2)
 
@@ -338,6 +423,20 @@ def _measure_size(
             3,
         )
 
+        if options["feedback_searches"]:
+            log(f"[{n}] after feedback ({options['feedback_searches']} searches with feedback)")
+            figures.update(
+                _after_feedback(
+                    client,
+                    facts,
+                    searches=options["feedback_searches"],
+                    seed=seed,
+                    samples=samples,
+                    warmup=warmup,
+                    log=log,
+                )
+            )
+
         if concurrent:
             log(f"[{n}] locust: {options['clients']} clients for {options['locust_s']} s")
             locust = run_locust(
@@ -428,6 +527,12 @@ def targets(report: dict[str, Any]) -> list[dict[str, Any]]:
             add(f"filtered p50 ms @{size}", figures["filtered_p50_ms"], p50)
             add(f"filtered p95 ms @{size}", figures["filtered_p95_ms"], p95)
         add(f"cache hit p50 ms @{size}", figures["cache_hit_p50_ms"], 5)
+        fresh = figures["search_p50_ms"]
+        for name in ("after_feedback_search_p50_ms", "after_feedback_learned_p50_ms"):
+            if name in figures:  # issue 14: feedback must not slow the store down
+                add(
+                    f"{name} @{size} (fresh search p50 x 1.2)", figures[name], round(1.2 * fresh, 2)
+                )
         add(f"capture / raw embedding @{size}", figures["capture_vs_embed"], 0.8, at_most=False)
         add(
             f"capture without near-duplicate check / raw embedding @{size}",
@@ -451,6 +556,7 @@ def run_perf_bench(
     capture_n: int = 2048,
     clients: int = 16,
     locust_s: int = 20,
+    feedback_searches: int = 3000,
     seed: int = 0,
     profile: Path | None = None,
     command: str | None = None,
@@ -467,6 +573,8 @@ def run_perf_bench(
         capture_n: New facts captured for the capture throughput.
         clients: Concurrent locust users (at the largest size).
         locust_s: Seconds of the locust run.
+        feedback_searches: Searches with feedback replayed on each built store
+            before the ``after_feedback_*`` figures (0: skip that phase).
         seed: Seed of the generated corpus and questions.
         profile: When given, profile the in-process search path at the smallest
             size and write pyinstrument's text report here.
@@ -505,6 +613,7 @@ def run_perf_bench(
         "clients": clients,
         "locust_s": locust_s,
         "cache_dir": cache_dir or default_cache_dir(),
+        "feedback_searches": feedback_searches,
     }
     report["settings"] = {
         **{k: v for k, v in options.items() if k != "cache_dir"},

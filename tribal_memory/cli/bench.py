@@ -155,6 +155,8 @@ _PERF_COLUMNS = (
     ("search_p95_ms", "p95 ms"),
     ("filtered_p50_ms", "5% p50"),
     ("cache_hit_p50_ms", "cache p50"),
+    ("after_feedback_search_p50_ms", "fed p50"),
+    ("after_feedback_learned_p50_ms", "fed learned p50"),
     ("query_embed_p50_ms", "embed ms"),
     ("baseline_search_p50_ms", "plain p50"),
     ("capture_per_s", "capture/s"),
@@ -205,6 +207,15 @@ def bench_perf(
     locust_s: Annotated[
         int, typer.Option("--locust-s", min=1, help="Seconds of the locust run.")
     ] = 20,
+    feedback_searches: Annotated[
+        int,
+        typer.Option(
+            "--feedback-searches",
+            min=0,
+            help="Searches with feedback replayed on each built store before the "
+            "after-feedback latencies (0: skip).",
+        ),
+    ] = 3000,
     seed: Annotated[int, typer.Option(help="Seed of the generated corpus.")] = 0,
     profile: Annotated[
         Path | None,
@@ -229,6 +240,7 @@ def bench_perf(
         capture_n=capture_n,
         clients=clients,
         locust_s=locust_s,
+        feedback_searches=feedback_searches,
         seed=seed,
         profile=profile,
         command=" ".join(["tribal-memory", *sys.argv[1:]]),

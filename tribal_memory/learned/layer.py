@@ -478,7 +478,11 @@ class Retriever:
         if not learned:
             return _hits(candidates, {}, k, min_score)
         by_id = {c.memory.memory_id: c for c in candidates}
+        gate = self.settings.boost_relevance_gate
         for memory_id, info in learned.items():
+            if gate and info.boost > 0:
+                own = by_id[memory_id].score if memory_id in by_id else 0.0
+                info.boost *= (1.0 - gate) + gate * own
             if info.prior and memory_id in by_id:
                 # The usage prior only reorders what the query retrieved itself.
                 info.boost = min(

@@ -134,3 +134,10 @@ class MemoryStore(Protocol):
 
     def optimize(self) -> None:
         """Fold new rows into the indexes, compact files and drop old versions."""
+
+    def close(self) -> None:
+        """Finish background work (e.g. an automatic ``optimize()``); reads may follow.
+
+        The service calls it when it closes, so that no maintenance runs on
+        a data dir its user is about to move or delete.
+        """

@@ -147,6 +147,12 @@ class LanceMemoryStore:
         self._keep_versions = timedelta(seconds=keep_versions_s)
         self._optimize_small_fragments = optimize_small_fragments
         self._write_lock = threading.Lock()
+        """Held briefly by every write for the table commit and the bookkeeping below."""
+        self._rewrite_lock = threading.Lock()
+        """Held by updates, deletes and ``optimize()``: a compaction and a rewrite of the
+        same fragment must not race (appends never conflict with a compaction)."""
+        self._maintenance: threading.Thread | None = None
+        self._maintenance_lock = threading.Lock()
         self._rows_since_optimize = 0
         self._writes_since_check = 0
         self._ann_name: str | None = None
@@ -231,7 +237,7 @@ class LanceMemoryStore:
 
     def replace(self, memory: Memory, vector: Vector | None) -> None:
         """See :meth:`MemoryStore.replace`."""
-        with self._write_lock:
+        with self._rewrite_lock, self._write_lock:
             written = self._run("update", self._replace(memory, vector))
             self._rows_since_optimize += 1
             self._recent.put(memory.memory_id, memory.owner, written)
@@ -253,7 +259,7 @@ class LanceMemoryStore:
         if not memory_ids:
             return 0
         where = f"memory_id IN ({in_list(memory_ids)})"
-        with self._write_lock:
+        with self._rewrite_lock, self._write_lock:
             existing = int(self._run("delete", self._table.count_rows(where)))
             if existing:
                 self._run("delete", self._table.delete(where))
@@ -574,30 +580,72 @@ class LanceMemoryStore:
         }
 
     def _maybe_optimize(self) -> None:
-        """The automatic ``optimize()`` after a write; its failure does not fail the write.
+        """Start the automatic ``optimize()`` in the background when a write made it due.
 
-        Runs when enough rows were written (``optimize_every_rows``, and
+        Due when enough rows were written (``optimize_every_rows``, and
         ``optimize_growth`` of the table), or, checked every
         ``_HEALTH_CHECK_WRITES`` writes of any kind (capture, update, delete),
         when the table has ``optimize_small_fragments`` small fragments: a few
         hundred one-row fragments slow every search fivefold (issue 14) long
-        before the row count calls for a rebuild. The rows are stored by then.
-        Another process optimising the same table at the same moment can make
-        LanceDB reject one commit: that one is logged and the next write tries
-        again.
+        before the row count calls for a rebuild. The write that made it due
+        has returned by then; see :meth:`optimize` for what waits for it.
         """
         self._writes_since_check += 1
         try:
-            if self._rows_since_optimize >= self._optimize_every_rows and (
+            due = self._rows_since_optimize >= self._optimize_every_rows and (
                 self._rows_since_optimize >= self._optimize_growth * self.count()
-            ):
-                self.optimize()
-            elif self._writes_since_check >= _HEALTH_CHECK_WRITES:
+            )
+            if not due and self._writes_since_check >= _HEALTH_CHECK_WRITES:
                 self._writes_since_check = 0
-                if self.health()["small_fragments"] >= self._optimize_small_fragments:
-                    self.optimize()
+                due = self.health()["small_fragments"] >= self._optimize_small_fragments
         except StoreUnavailable as exc:
-            logger.warning("automatic optimize skipped: %s", exc.detail)
+            logger.warning("automatic optimize check skipped: %s", exc.detail)
+            return
+        if due:
+            self._start_maintenance()
+
+    def _start_maintenance(self) -> None:
+        """Run :meth:`optimize` on a maintenance thread unless one is running."""
+        with self._maintenance_lock:
+            if self._maintenance is not None and self._maintenance.is_alive():
+                return
+            self._maintenance = threading.Thread(
+                target=self._background_optimize, name="tribal-maintenance", daemon=True
+            )
+            self._maintenance.start()
+
+    def _background_optimize(self) -> None:
+        """The maintenance thread's body; a failure is logged and the next due write retries.
+
+        Another process optimising the same table at the same moment can make
+        LanceDB reject one commit; nothing written is lost by that (a commit is
+        atomic), so the thread logs it and ends.
+        """
+        started = time.perf_counter()
+        logger.info("store maintenance started")
+        try:
+            self.optimize()
+        except StoreUnavailable as exc:
+            logger.warning("store maintenance failed: %s", exc.detail)
+            return
+        logger.info("store maintenance finished in %.2f s", time.perf_counter() - started)
+
+    def wait_for_maintenance(self, timeout_s: float | None = None) -> bool:
+        """Wait until no automatic ``optimize()`` runs; True when none is running now.
+
+        Args:
+            timeout_s: Longest wait in seconds (None: as long as it takes).
+        """
+        with self._maintenance_lock:
+            thread = self._maintenance
+        if thread is not None:
+            thread.join(timeout_s)
+            return not thread.is_alive()
+        return True
+
+    def close(self) -> None:
+        """Wait for a running automatic ``optimize()`` to finish (see :meth:`MemoryStore.close`)."""
+        self.wait_for_maintenance()
 
     def optimize(self) -> None:
         """See :meth:`MemoryStore.optimize`.
@@ -606,11 +654,21 @@ class LanceMemoryStore:
         rows, and retrains it (new partitions) whenever the table has grown to
         four times the rows it was trained on or the index would get more than
         ``_IVF_MAX_SEGMENTS`` segments.
+
+        Searches and captures go on while it runs: an append never conflicts
+        with a compaction, and rows appended meanwhile simply stay unindexed
+        until the next run. Updates and deletes wait for it (they rewrite
+        fragments a compaction may be rewriting). A crash in the middle loses
+        nothing: each LanceDB commit is atomic, and the files of an unfinished
+        step are removed by a later ``optimize()``.
         """
-        with self._write_lock:
+        with self._rewrite_lock:
+            with self._write_lock:
+                written, folded = self._rows_since_optimize, self._recent.ids()
             self._run("optimize", self._optimize())
-            self._rows_since_optimize = 0
-            self._recent.clear()
+            with self._write_lock:
+                self._rows_since_optimize = max(0, self._rows_since_optimize - written)
+                self._recent.drop(folded)
 
     async def _optimize(self) -> None:
         rows = await self._table.count_rows()

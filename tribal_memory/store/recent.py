@@ -59,6 +59,10 @@ class RecentRows:
                 if not rows:
                     del self._by_owner[owner]
 
+    def ids(self) -> list[str]:
+        """The ids of the rows held now (a copy)."""
+        return list(self._owner_of)
+
     def clear(self) -> None:
         """After ``optimize()``: every row is in the index."""
         self._by_owner.clear()
