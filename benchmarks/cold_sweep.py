@@ -1,6 +1,6 @@
 """Cold-retrieval sweep on a LoCoMo-format file: which hybrid configuration to ship.
 
-Usage: ``python benchmarks/cold_sweep.py [PATH] [--out FILE]``
+Usage: ``python benchmarks/cold_sweep.py [PATH] [--out FILE] [--grid JSON]``
 
 Each conversation is ingested once into a real store. Per question it caches
 the cosine of every turn (two embeddings of each turn: the content as stored,
@@ -165,11 +165,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("path", type=Path, nargs="?", default=DEFAULT_DATA)
     parser.add_argument("--out", type=Path)
+    parser.add_argument(
+        "--grid", type=json.loads, default=None, help="JSON {name: [values]} replacing GRID"
+    )
     args = parser.parse_args()
+    grid = {**GRID, **(args.grid or {})}
     conversations = collect(args.path)
     rows = []
-    for values in itertools.product(*GRID.values()):
-        setting = dict(zip(GRID, values, strict=True))
+    for values in itertools.product(*grid.values()):
+        setting = dict(zip(grid, values, strict=True))
         rows.append({**setting, **evaluate(conversations, setting)})
     rows.sort(key=lambda r: -r["inner_recall@10"])
     for row in rows[:20]:

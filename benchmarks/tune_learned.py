@@ -44,7 +44,7 @@ GRID: dict[str, list[Any]] = {
     "anchor_min_match": [0.5, 0.7],
     "semantic_cache_threshold": [0.95, 0.97],
 }
-VARIANTS = ("hybrid", "+cache", "+expansion", "+feedback", "+anchors", "learned")
+VARIANTS = ("plain", "+cache", "+expansion", "+feedback", "+anchors", "learned")
 
 
 def inner_split(store: BenchStore, seed: int) -> BenchStore:
@@ -81,12 +81,12 @@ def main() -> None:
             for start in range(0, len(store.memories), 64):
                 service.capture_batch(store.memories[start : start + 64])
             service.optimize()
-            fed_keys, _, _ = _replay(service, store, rounds=3, feedback_k=AGENT_FEEDBACK_K)
+            used, _, _ = _replay(service, store, rounds=3, feedback_k=AGENT_FEEDBACK_K)
             for point, point_rows in zip(points, rows, strict=True):
                 settings = Settings(data_dir=Path(tmp), **point)
                 service.retriever = Retriever(settings, service.db, service.store, embedder)
-                names = VARIANTS if len(points) == 1 else ("hybrid", "learned")
-                _measure(service, store, fed_keys, point_rows, names)
+                names = VARIANTS if len(points) == 1 else ("plain", "learned")
+                _measure(service, store, used, point_rows, names)
         # Conversation ids are evaluation data: progress names only their position.
         print(
             f"conversation {number}/{len(stores)} done ({time.perf_counter() - started:.0f} s)",

@@ -60,23 +60,28 @@ def test_report_has_every_variant_and_set_and_feedback_makes_repeats_cached(
         protocol="feedback-half",
         seed=0,
         out=tmp_path / "report.json",
-        variants=("hybrid", "learned"),
+        variants=("plain", "learned"),
         embedder=embedder,
     )
     assert (tmp_path / "report.json").exists()
     assert (report["feedback"], report["feedback_k"]) == ("agent", 10)  # what it was shown
     after = report["after_feedback"]
-    assert after["search_p50_ms"] == report["variants"]["hybrid"]["new"]["p50_ms"] > 0
+    assert after["search_p50_ms"] == report["variants"]["plain"]["new"]["p50_ms"] > 0
     assert after["learned_p50_ms"] == report["variants"]["learned"]["new"]["p50_ms"] > 0
     assert report["feedback_coverage"] == 1.0
-    for variant in ("hybrid", "learned"):
+    for variant in ("plain", "learned"):
         assert set(report["variants"][variant]) == set(SETS)
         for metrics in report["variants"][variant].values():
             assert {"n", "recall@5", "recall@10", "recall@25", "mrr", "p50_ms"} <= set(metrics)
             assert {"cache_hit_rate", "false_hit_rate"} <= set(metrics)
     assert report["variants"]["learned"]["repeat"]["cache_hit_rate"] == 1.0
-    assert report["variants"]["hybrid"]["repeat"]["cache_hit_rate"] == 0.0
+    assert report["variants"]["plain"]["repeat"]["cache_hit_rate"] == 0.0
     assert report["variants"]["learned"]["repeat"]["recall@10"] == 1.0
+    # The memory reported used for the fed question comes back for its repeat.
+    assert report["variants"]["learned"]["repeat"]["used_in_top10"] == 1.0
+    assert report["variants"]["learned"]["new"]["used_in_top10"] is None
+    names = {t["name"] for t in report["targets"]}
+    assert "repeat: used memories in the top 10 >= 0.99" in names
 
 
 def test_feedback_over_what_an_agent_is_shown_is_labelled_oracle() -> None:
@@ -102,7 +107,7 @@ def test_session_feedback_reports_what_a_second_search_found(embedder: Embedder)
             rounds=1,
             feedback_k=1,
             session=session,
-            variants=("hybrid",),
+            variants=("plain",),
             embedder=embedder,
         )
         coverage[session] = report["feedback_coverage"]

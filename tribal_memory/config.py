@@ -115,7 +115,7 @@ class Settings(BaseSettings):
     fusion_normalisation: Literal["min-max", "max"] = "min-max"
     """How weighted fusion puts each part on [0, 1]: ``min-max`` over its candidates, or
     ``max`` (cosine clipped at 0, BM25 over the query's best)."""
-    vector_weight: float = Field(default=0.3, ge=0.0, le=1.0)
+    vector_weight: float = Field(default=0.5, ge=0.0, le=1.0)
     """Weight of the vector score in weighted fusion; BM25 gets ``1 - vector_weight``."""
     neighbour_weight: float = Field(default=0.5, ge=0.0, le=1.0)
     """Share of the best adjacent candidate's score (same ``doc_id``, ``chunk_index`` one
@@ -181,16 +181,21 @@ class Settings(BaseSettings):
     """Largest score a memory gains from feedback (added to its fused score)."""
     max_penalty: float = Field(default=0.05, ge=0.0, le=1.0)
     """Largest score a memory loses from feedback."""
+    team_learning: bool = True
+    """Pool what feedback teaches about ``shared`` memories (query weights, usage priors)
+    across owners: one agent's feedback then helps every agent's search. Signals on an
+    owner's own memories stay with that owner either way."""
     boost_relevance_gate: float = Field(default=0.0, ge=0.0, le=1.0)
-    """How far a memory's feedback boost depends on its own match to the query: the boost
-    is scaled by ``(1 - gate) + gate * score`` (its fused score before learning, in
-    [0, 1]); 0 lets past questions lift a memory whatever the new one asks."""
+    """How far a memory's feedback boost (usage prior included) depends on its own match to
+    the query: the boost is scaled by ``(1 - gate) + gate * score`` (its fused score before
+    learning, in [0, 1]); 0 lets past use lift a memory whatever the new question asks."""
     usage_prior_weight: float = Field(default=0.1, ge=0.0, le=1.0)
     """Largest score a retrieved memory gains for having been used before (any query)."""
     anchor_min_uses: int = Field(default=2, ge=1)
     """Successful uses of a memory for a query before that query becomes its anchor."""
-    anchor_weight: float = Field(default=0.5, ge=0.0, le=1.0)
-    """Largest score an anchor match adds (the cap on anchors)."""
+    anchor_weight: float = Field(default=0.6, ge=0.0, le=1.0)
+    """Largest score an anchor match adds (the cap on anchors; above the larger fusion
+    weight, so a full anchor match outranks a memory that one retrieval path alone found)."""
     anchor_min_match: float = Field(default=0.5, ge=0.0, le=1.0)
     """Least IDF-weighted share of the query's words an anchor must contain to count."""
     max_anchors_per_memory: int = Field(default=20, ge=1)

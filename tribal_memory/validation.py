@@ -21,10 +21,17 @@ MAX_TAG_CHARS = 64
 
 
 def check_owner(owner: str) -> str:
-    """``owner`` stripped. Raises InvalidInput: empty or over ``MAX_OWNER_CHARS``."""
+    """``owner`` stripped.
+
+    Raises:
+        InvalidInput: empty, over ``MAX_OWNER_CHARS``, or starting with ``*``
+            (reserved for the learned layer's scopes, e.g. ``*team*``).
+    """
     owner = owner.strip()
     if not owner:
         raise InvalidInput("owner must not be empty")
+    if owner.startswith("*"):
+        raise InvalidInput("owner must not start with '*' (reserved)")
     if len(owner) > MAX_OWNER_CHARS:
         raise InvalidInput(f"owner is longer than {MAX_OWNER_CHARS} characters")
     return owner

@@ -53,7 +53,16 @@ def _metric(value: object, column: str) -> str:
     return f"{value:.1f}" if column.endswith("_ms") else f"{value:.3f}"
 
 
-_LEARN_COLUMNS = ("n", "recall@5", "recall@10", "recall@25", "hit@5", "mrr", "p50_ms")
+_LEARN_COLUMNS = (
+    "n",
+    "recall@5",
+    "recall@10",
+    "recall@25",
+    "hit@5",
+    "mrr",
+    "used_in_top10",
+    "p50_ms",
+)
 
 
 @bench_app.command("learn")
@@ -88,6 +97,15 @@ def bench_learn(
     limit_samples: Annotated[
         int | None, typer.Option(min=1, help="Only the first N conversations.")
     ] = None,
+    agents: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            max=2,
+            help="2: the memories are shared, agent A gives the feedback and agent B "
+            "asks the new questions too (team learning, other_agent in the report).",
+        ),
+    ] = 1,
     data_dir: DataDirOption = None,
     json_out: JsonOption = None,
 ) -> None:
@@ -115,6 +133,7 @@ def bench_learn(
         rounds=rounds,
         feedback_k=feedback_k,
         session=feedback == "session",
+        agents=agents,
         log=None if run.json else run.out.print,
     )
     if run.json:
@@ -133,6 +152,19 @@ def bench_learn(
                 f"{metrics['cache_hit_rate']:.3f}",
                 f"{metrics['false_hit_rate']:.3f}",
             )
+        run.out.print(table)
+    if agents == 2:
+        table = Table("variant", *_LEARN_COLUMNS, title="other agent (gave no feedback)")
+        for name, sets in report["variants"].items():
+            for set_name in ("new", "new_fed", "new_unfed"):
+                metrics = sets["other_agent"][set_name]
+                table.add_row(
+                    f"{name} {set_name}",
+                    *(
+                        _metric(metrics.get(c), c) if c != "n" else str(metrics["n"])
+                        for c in _LEARN_COLUMNS
+                    ),
+                )
         run.out.print(table)
     run.out.print(
         f"feedback: {report['feedback']} (top {report['feedback_k']} shown); coverage "

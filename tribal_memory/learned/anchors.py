@@ -77,6 +77,11 @@ def _stems(text: str) -> list[str]:
 ALL_OWNERS = "*"
 """Scope of searches over every owner: they use every owner's anchors."""
 
+TEAM = "*team*"
+"""Scope of what feedback teaches about ``shared`` memories, pooled across owners: the
+query weights and past-query vectors that every owner's search reads besides its own
+(DESIGN §4, "tribal"). Only ``shared`` memories are ever learned under it."""
+
 
 def owners_for(scope: str) -> frozenset[str] | None:
     """The owners whose anchors a search in ``scope`` uses; None: all."""

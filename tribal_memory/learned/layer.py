@@ -22,6 +22,7 @@ search.
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections import Counter
@@ -36,7 +37,13 @@ from tribal_memory.config import Settings
 from tribal_memory.db import Database, read_generations, upsert
 from tribal_memory.embeddings.base import Embedder, Vector
 from tribal_memory.errors import Conflict, InvalidInput, NotFound
-from tribal_memory.learned.anchors import ALL_OWNERS, AnchorIndex, AnchorMatch, owners_for
+from tribal_memory.learned.anchors import (
+    ALL_OWNERS,
+    TEAM,
+    AnchorIndex,
+    AnchorMatch,
+    owners_for,
+)
 from tribal_memory.learned.anchors import GENERATION as ANCHORS_GENERATION
 from tribal_memory.learned.expander import (
     ExpansionUnavailable,
@@ -48,6 +55,7 @@ from tribal_memory.learned.feedback import FeedbackTracker
 from tribal_memory.learned.query_cache import CacheEntry, PastQuery, QueryCache
 from tribal_memory.learned.text import content_terms, query_key, stem
 from tribal_memory.models import (
+    SHARED_OWNER,
     FeedbackResult,
     Hit,
     LearnedParts,
@@ -201,14 +209,8 @@ class Retriever:
         # a weight row for them would point at nothing.
         memories = self._store.get([*used, *penalised])
         used_memories = [(memories[i], scores[i]) for i in used if i in memories]
-        self.cache.record(
-            event.owner,
-            key,
-            event.query,
-            lambda: self._embedder.embed(event.query, query=True),
-            used_memories,
-            now=now,
-        )
+        embed = functools.cache(lambda: self._embedder.embed(event.query, query=True))
+        self.cache.record(event.owner, key, event.query, embed, used_memories, now=now)
         self.feedback.reinforce(
             event.owner,
             key,
@@ -216,6 +218,17 @@ class Retriever:
             [i for i in penalised if i in memories],
             now,
         )
+        if self.settings.team_learning and event.owner not in (SHARED_OWNER, ALL_OWNERS, TEAM):
+            # What this feedback says about shared memories, every owner's search may use.
+            team_used = [(m, score) for m, score in used_memories if m.owner == SHARED_OWNER]
+            team_penalised = [
+                i for i in penalised if i in memories and memories[i].owner == SHARED_OWNER
+            ]
+            if team_used or team_penalised:
+                self.cache.record(TEAM, key, event.query, embed, team_used, now=now)
+                self.feedback.reinforce(
+                    TEAM, key, [m.memory_id for m, _ in team_used], team_penalised, now
+                )
         self.expansions.learn(event.owner, key, event.query, [m.content for m, _ in used_memories])
         created = sum(
             self.anchors.reinforce(m.memory_id, event.query, event.owner) for m, _ in used_memories
@@ -283,11 +296,14 @@ class Retriever:
         variant: Variant = "learned" if parts.any else "baseline"
         key = query_key(query)
         pool = max(k, self.settings.candidate_pool)
-        past, anchors_generation = None, None
+        past, team_past, anchors_generation = None, None, None
+        pooled = self._pools_team(scope, filters) and parts.feedback
         if parts.any:
             # One SQL statement says whether the in-memory learned indexes are current.
-            cache_generation, anchors_generation = self._generations(scope)
+            cache_generation, anchors_generation, team_generation = self._generations(scope)
             past = self.cache.past_queries(scope, generation=cache_generation)
+            if pooled:
+                team_past = self.cache.past_queries(TEAM, generation=team_generation)
         # The index knows the eligible keys, so a miss costs no SQL.
         exact_hit = past is not None and key in past.eligible_keys
         if parts.cache and _plain_filters(filters) and exact_hit:
@@ -323,6 +339,11 @@ class Retriever:
             if past is not None and vector is not None
             else []
         )
+        team_similar = (
+            team_past.similar(vector, min_similarity=s.feedback_similarity)
+            if team_past is not None and vector is not None
+            else []
+        )
         closest = similar[0] if similar else None
         if (
             parts.cache
@@ -336,20 +357,54 @@ class Retriever:
                 return self._cached(entry, filters, k, min_score, mode, variant, started)
         candidates = self._plain(vector, text_part, filters, mode, pool, passing)
         learned: dict[str, _Learned] = {}
-        if has_past or use_anchors:
+        if has_past or use_anchors or team_past is not None:
             learned = self._learned_parts(
                 query, filters, mode, pool, parts, scope, has_past, similar, anchored
             )
+            if team_past is not None:
+                self._add_team(learned, team_similar)
         hits = self._rank(candidates, learned, vector, filters, mode, k, min_score)
         took_ms = (time.perf_counter() - started) * 1000
         return SearchResult(tuple(hits), mode, fallback, took_ms, variant=variant)
 
-    def _generations(self, scope: str) -> tuple[int, int]:
-        """The change counters of ``scope``'s cache entries and of the anchors (one statement)."""
-        names = [self.cache.generation_name(scope), ANCHORS_GENERATION]
+    def _generations(self, scope: str) -> tuple[int, int, int]:
+        """Change counters of ``scope``'s cache entries, the anchors and the team's entries.
+
+        One SQL statement.
+        """
+        names = [
+            self.cache.generation_name(scope),
+            ANCHORS_GENERATION,
+            self.cache.generation_name(TEAM),
+        ]
         with self._db.session() as session:
             found = read_generations(session, names)
-        return found[names[0]], found[names[1]]
+        return found[names[0]], found[names[1]], found[names[2]]
+
+    def _pools_team(self, scope: str, filters: SearchFilters) -> bool:
+        """Whether a search in ``scope`` reads the team's signals (on shared memories)."""
+        return (
+            self.settings.team_learning
+            and scope not in (ALL_OWNERS, SHARED_OWNER, TEAM)
+            and filters.include_shared
+        )
+
+    def _add_team(self, learned: dict[str, _Learned], similar: Sequence[PastQuery]) -> None:
+        """Add the team's boosts and usage priors (shared memories only) to ``learned``.
+
+        An owner's own signal and the team's add up, within the same bounds
+        (``max_boost``; a prior of at most 1).
+        """
+        now = utcnow()
+        for memory_id, boost in self.feedback.boosts(TEAM, similar, now).items():
+            entry = learned.setdefault(memory_id, _Learned())
+            entry.boost = max(
+                -self.settings.max_penalty, min(self.settings.max_boost, entry.boost + boost)
+            )
+        if self.settings.usage_prior_weight > 0:
+            for memory_id, prior in self.feedback.priors(TEAM, now).items():
+                entry = learned.setdefault(memory_id, _Learned())
+                entry.prior = min(1.0, entry.prior + prior)
 
     def _cached(
         self,
@@ -480,15 +535,15 @@ class Retriever:
         by_id = {c.memory.memory_id: c for c in candidates}
         gate = self.settings.boost_relevance_gate
         for memory_id, info in learned.items():
-            if gate and info.boost > 0:
-                own = by_id[memory_id].score if memory_id in by_id else 0.0
-                info.boost *= (1.0 - gate) + gate * own
             if info.prior and memory_id in by_id:
                 # The usage prior only reorders what the query retrieved itself.
                 info.boost = min(
                     self.settings.max_boost,
                     info.boost + self.settings.usage_prior_weight * info.prior,
                 )
+            if gate and info.boost > 0:
+                own = by_id[memory_id].score if memory_id in by_id else 0.0
+                info.boost *= (1.0 - gate) + gate * own
         outside = [
             i for i, e in learned.items() if i not in by_id and (e.expansion or e.anchor or e.boost)
         ]
