@@ -185,11 +185,11 @@ class Settings(BaseSettings):
     """Pool what feedback teaches about ``shared`` memories (query weights, usage priors)
     across owners: one agent's feedback then helps every agent's search. Signals on an
     owner's own memories stay with that owner either way."""
-    boost_relevance_gate: float = Field(default=0.0, ge=0.0, le=1.0)
+    boost_relevance_gate: float = Field(default=1.0, ge=0.0, le=1.0)
     """How far a memory's feedback boost (usage prior included) depends on its own match to
     the query: the boost is scaled by ``(1 - gate) + gate * score`` (its fused score before
     learning, in [0, 1]); 0 lets past use lift a memory whatever the new question asks."""
-    usage_prior_weight: float = Field(default=0.1, ge=0.0, le=1.0)
+    usage_prior_weight: float = Field(default=0.3, ge=0.0, le=1.0)
     """Largest score a retrieved memory gains for having been used before (any query)."""
     anchor_min_uses: int = Field(default=2, ge=1)
     """Successful uses of a memory for a query before that query becomes its anchor."""
