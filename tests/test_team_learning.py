@@ -12,6 +12,7 @@ from sqlalchemy import select
 from tribal_memory.config import Settings
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
 from tribal_memory.errors import InvalidInput
+from tribal_memory.learned.anchors import TEAM
 from tribal_memory.models import SHARED_OWNER, LearnedParts, MemoryInput, SearchFilters
 from tribal_memory.service import MemoryService
 from tribal_memory.tables import QueryCacheRow, QueryFactWeightRow
@@ -124,3 +125,38 @@ def test_no_signal_from_a_private_memory_reaches_another_owner(
         for query in (QUESTION, REWORDED, "billing notes"):
             hits = service.search(query, k=6, filters=SearchFilters(owner="bob")).hits
             assert all(h.memory.memory_id in shared for h in hits)
+
+
+def test_deleting_a_shared_memory_leaves_no_team_signal_behind(
+    tmp_path: Path, embedder: FastEmbedEmbedder
+) -> None:
+    with MemoryService(Settings(data_dir=tmp_path / "d"), embedder=embedder) as service:
+        shared, _ = _store(service)
+        backup = shared[1]
+        _feedback(service, "alice", QUESTION, backup)
+        with service.db.session() as session:
+            owners = set(session.scalars(select(QueryFactWeightRow.owner)).all())
+        assert owners == {"alice", TEAM}
+        service.delete(backup)
+        with service.db.session() as session:
+            left = session.execute(
+                select(QueryFactWeightRow.owner).where(QueryFactWeightRow.memory_id == backup)
+            ).all()
+            cached = session.scalars(select(QueryCacheRow.memory_ids)).all()
+        hits = service.search(REWORDED, k=4, filters=SearchFilters(owner="bob")).hits
+    assert left == [] and all(backup not in (ids or ()) for ids in cached)
+    assert all(h.memory.memory_id != backup for h in hits)
+
+
+def test_a_reserved_owner_is_a_400_over_http(tmp_path: Path, embedder: FastEmbedEmbedder) -> None:
+    from litestar.testing import TestClient
+    from local import LOCAL_URL
+
+    from tribal_memory.api import create_app
+
+    app = create_app(Settings(data_dir=tmp_path / "d"), embedder=embedder)
+    with TestClient(base_url=LOCAL_URL, app=app) as client:
+        response = client.post("/v1/memories", json={"content": "x", "owner": "*team*"})
+        assert response.status_code == 400
+        assert response.json()["error"] == "invalid_input"
+        assert client.get("/v1/stats").json()["memories"] == 0

@@ -545,7 +545,9 @@ class Retriever:
                 own = by_id[memory_id].score if memory_id in by_id else 0.0
                 info.boost *= (1.0 - gate) + gate * own
         outside = [
-            i for i, e in learned.items() if i not in by_id and (e.expansion or e.anchor or e.boost)
+            i
+            for i, e in learned.items()
+            if i not in by_id and (e.expansion or e.anchor or e.boost > 0)
         ]
         if outside and vector is not None:
             weight = self._vector_weight(mode)
