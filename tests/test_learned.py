@@ -417,6 +417,26 @@ def test_weights_and_boosts_stay_bounded(
         assert all(-max_penalty <= b <= max_boost for b in boosts.values())
 
 
+def test_usage_priors_are_reused_only_while_the_generation_holds(learned_db: Database) -> None:
+    tracker = FeedbackTracker(
+        learned_db,
+        learning_rate=0.5,
+        penalty_rate=0.1,
+        half_life_days=30.0,
+        min_similarity=0.7,
+        max_boost=0.3,
+        max_penalty=0.05,
+    )
+    owner, now = str(uuid.uuid4()), datetime(2024, 1, 1, tzinfo=UTC)
+    tracker.reinforce(owner, "key a", ["m1"], [], now)
+    first = tracker.priors(owner, now, generation=7)
+    assert set(first) == {"m1"}
+    tracker.reinforce(owner, "key b", ["m2"], [], now)
+    assert tracker.priors(owner, now, generation=7) == first  # same generation: reused
+    assert set(tracker.priors(owner, now, generation=8)) == {"m1", "m2"}
+    assert set(tracker.priors(owner, now)) == {"m1", "m2"}  # no generation: always read
+
+
 FACT_WORDS = sorted({w for text in FACTS.values() for w in tokens(text)})
 
 

@@ -18,6 +18,8 @@ a bounded, decaying form of click-through relevance feedback (Joachims,
 
 from __future__ import annotations
 
+import threading
+import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -29,6 +31,9 @@ from sqlalchemy import select
 from tribal_memory.db import Database
 from tribal_memory.learned.query_cache import PastQuery
 from tribal_memory.tables import QueryFactWeightRow, RetrievalEventRow, utcnow
+
+PRIOR_REUSE_S = 60.0
+"""Longest time usage priors computed for an unchanged cache generation are reused, in s."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +100,9 @@ class FeedbackTracker:
         self.min_similarity = min_similarity
         self.max_boost = max_boost
         self.max_penalty = max_penalty
+        self._priors: dict[str, tuple[int, float, dict[str, float]]] = {}
+        """owner -> (cache generation, time.monotonic() when computed, priors)."""
+        self._priors_lock = threading.Lock()
 
     # -- events -------------------------------------------------------------------
 
@@ -226,16 +234,43 @@ class FeedbackTracker:
         age_days = max(0.0, (now - _aware(updated_at)).total_seconds() / 86400.0)
         return float(weight * 0.5 ** (age_days / self.half_life_days))
 
-    def priors(self, owner: str, now: datetime) -> dict[str, float]:
+    def priors(
+        self, owner: str, now: datetime, *, generation: int | None = None
+    ) -> dict[str, float]:
         """Usage prior per memory: its positive decayed weights over all queries, capped at 1.
 
         A memory that proved useful for any past question is more likely to
         answer a new one (a query-independent click prior); the caller scales
         it and applies it only to memories the query already retrieved.
 
+        Args:
+            owner: Whose weights.
+            now: The time the weights decay to.
+            generation: The change counter of ``owner``'s query-cache entries,
+                which every feedback and every deletion of a used memory
+                changes: while it is the same, the priors computed for it are
+                reused (for at most ``PRIOR_REUSE_S``, as they decay slowly).
+                None: always read the weights.
+
         Returns:
             ``{memory_id: prior}`` with priors in (0, 1]; {} without feedback.
         """
+        if generation is not None:
+            with self._priors_lock:
+                known = self._priors.get(owner)
+            if (
+                known is not None
+                and known[0] == generation
+                and time.monotonic() - known[1] < PRIOR_REUSE_S
+            ):
+                return known[2]
+        computed = self._read_priors(owner, now)
+        if generation is not None:
+            with self._priors_lock:
+                self._priors[owner] = (generation, time.monotonic(), computed)
+        return computed
+
+    def _read_priors(self, owner: str, now: datetime) -> dict[str, float]:
         totals: dict[str, float] = {}
         with self._db.session() as session:
             rows = session.execute(

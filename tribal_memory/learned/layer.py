@@ -297,6 +297,7 @@ class Retriever:
         key = query_key(query)
         pool = max(k, self.settings.candidate_pool)
         past, team_past, anchors_generation = None, None, None
+        cache_generation = team_generation = None
         pooled = self._pools_team(scope, filters) and parts.feedback
         if parts.any:
             # One SQL statement says whether the in-memory learned indexes are current.
@@ -355,14 +356,20 @@ class Retriever:
             entry = self.cache.get(scope, closest.key)
             if entry is not None:
                 return self._cached(entry, filters, k, min_score, mode, variant, started)
+        # The variants' BM25 searches run on the store's loop during the vector search.
+        expanding = (
+            self._start_expansion(query, filters, pool, scope, similar)
+            if parts.expansion and has_past and mode != "vector"
+            else []
+        )
         candidates = self._plain(vector, text_part, filters, mode, pool, passing)
         learned: dict[str, _Learned] = {}
         if has_past or use_anchors or team_past is not None:
             learned = self._learned_parts(
-                query, filters, mode, pool, parts, scope, has_past, similar, anchored
+                mode, parts, scope, has_past, similar, anchored, expanding, cache_generation
             )
             if team_past is not None:
-                self._add_team(learned, team_similar)
+                self._add_team(learned, team_similar, team_generation)
         hits = self._rank(candidates, learned, vector, filters, mode, k, min_score)
         took_ms = (time.perf_counter() - started) * 1000
         return SearchResult(tuple(hits), mode, fallback, took_ms, variant=variant)
@@ -389,7 +396,9 @@ class Retriever:
             and filters.include_shared
         )
 
-    def _add_team(self, learned: dict[str, _Learned], similar: Sequence[PastQuery]) -> None:
+    def _add_team(
+        self, learned: dict[str, _Learned], similar: Sequence[PastQuery], generation: int | None
+    ) -> None:
         """Add the team's boosts and usage priors (shared memories only) to ``learned``.
 
         An owner's own signal and the team's add up, within the same bounds
@@ -402,7 +411,8 @@ class Retriever:
                 -self.settings.max_penalty, min(self.settings.max_boost, entry.boost + boost)
             )
         if self.settings.usage_prior_weight > 0:
-            for memory_id, prior in self.feedback.priors(TEAM, now).items():
+            team_priors = self.feedback.priors(TEAM, now, generation=generation)
+            for memory_id, prior in team_priors.items():
                 entry = learned.setdefault(memory_id, _Learned())
                 entry.prior = min(1.0, entry.prior + prior)
 
@@ -474,41 +484,51 @@ class Retriever:
         asked = {stem(t) for t in content_terms(query)}
         return [v for v in variants if not {stem(t) for t in content_terms(v)} <= asked]
 
-    def _learned_parts(
+    def _start_expansion(
         self,
         query: str,
         filters: SearchFilters,
-        mode: SearchMode,
         pool: int,
+        scope: str,
+        similar: Sequence[PastQuery],
+    ) -> list[tuple[str, Future[list[ScoredMemory]]]]:
+        """Start the BM25 search of each keyword variant of ``query``: ``[(variant, future)]``."""
+        variants = self._variants(query, scope, similar)
+        return [(v, self._store.start_text_search(v, filters, pool)) for v in variants]
+
+    def _learned_parts(
+        self,
+        mode: SearchMode,
         parts: LearnedParts,
         scope: str,
         has_past: bool,
         similar: Sequence[PastQuery],
         anchored: list[AnchorMatch],
+        expanding: Sequence[tuple[str, Future[list[ScoredMemory]]]],
+        generation: int | None,
     ) -> dict[str, _Learned]:
         """What expansion, anchors and feedback add per memory id.
 
         ``similar``: past queries of ``scope`` at least as similar as the
         lower of the semantic-cache and feedback thresholds, best first.
         ``anchored``: the query's anchor matches (already capped to the pool).
+        ``expanding``: the started BM25 searches of the keyword variants.
+        ``generation``: the change counter of ``scope``'s cache entries (None: unknown).
         """
         learned: dict[str, _Learned] = {}
-        if parts.expansion and has_past and mode != "vector":
-            variants = self._variants(query, scope, similar)
-            searches = [self._store.start_text_search(v, filters, pool) for v in variants]
-            # A variant's BM25 goes on the scale the query's own went on in fusion,
-            # so that "beats the query's own match" compares like with like.
-            normalisation = self.settings.fusion_normalisation if mode == "hybrid" else "max"
-            for variant, search in zip(variants, searches, strict=True):
-                found = search.result()
-                if max((c.score for c in found), default=0.0) <= 0:
-                    continue
-                to_text = text_scale([c.score for c in found], normalisation)
-                for scored in found:
-                    value = self.settings.expansion_weight * to_text(scored.score)
-                    entry = learned.setdefault(scored.memory.memory_id, _Learned())
-                    if value > entry.expansion:
-                        entry.expansion, entry.expanded_from = value, variant
+        # A variant's BM25 goes on the scale the query's own went on in fusion,
+        # so that "beats the query's own match" compares like with like.
+        normalisation = self.settings.fusion_normalisation if mode == "hybrid" else "max"
+        for variant, search in expanding:
+            found = search.result()
+            if max((c.score for c in found), default=0.0) <= 0:
+                continue
+            to_text = text_scale([c.score for c in found], normalisation)
+            for scored in found:
+                value = self.settings.expansion_weight * to_text(scored.score)
+                entry = learned.setdefault(scored.memory.memory_id, _Learned())
+                if value > entry.expansion:
+                    entry.expansion, entry.expanded_from = value, variant
         for match in anchored:
             learned.setdefault(match.memory_id, _Learned()).anchor = match.score
         if parts.feedback and has_past:
@@ -516,7 +536,8 @@ class Retriever:
             for memory_id, boost in self.feedback.boosts(scope, similar, now).items():
                 learned.setdefault(memory_id, _Learned()).boost = boost
             if self.settings.usage_prior_weight > 0:
-                for memory_id, prior in self.feedback.priors(scope, now).items():
+                priors = self.feedback.priors(scope, now, generation=generation)
+                for memory_id, prior in priors.items():
                     learned.setdefault(memory_id, _Learned()).prior = prior
         return learned
 
