@@ -635,3 +635,26 @@ def test_retrieval_stats_count_feedback_cache_hits_and_variants(
     [point] = stats.learning_curve
     assert point.period in {day_before, day_after}
     assert point.counts == overall
+
+
+def test_a_question_naming_other_numbers_is_no_semantic_cache_hit(
+    tmp_path: Path, embedder: FastEmbedEmbedder
+) -> None:
+    asked, other = "Who reviewed pull request 561045?", "Who reviewed pull request 561046?"
+    close = float(embedder.embed(asked, query=True) @ embedder.embed(other, query=True))
+    assert close >= Settings().semantic_cache_threshold  # else this would test nothing
+    facts = ["Ana reviewed pull request 561045.", "Bo reviewed pull request 561046."]
+    mine = SearchFilters(owner=OWNER)
+    with MemoryService(Settings(data_dir=tmp_path / "d"), embedder=embedder) as service:
+        ids = [
+            r.memory.memory_id
+            for r in service.capture_batch([MemoryInput(f, owner=OWNER) for f in facts])
+        ]
+        for _ in range(3):
+            result = service.recall_with_feedback(asked, k=2, filters=mine)
+            service.record_usage_feedback(str(result.retrieval_id), [ids[0]])
+        again = service.search(asked, k=2, filters=mine)
+        reworded = service.search("who reviewed pull request 561045", k=2, filters=mine)
+        elsewhere = service.search(other, k=2, filters=mine)
+    assert again.cached and reworded.cached
+    assert not elsewhere.cached  # searched, not answered with Ana's review

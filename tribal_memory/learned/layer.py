@@ -53,7 +53,7 @@ from tribal_memory.learned.expander import (
 )
 from tribal_memory.learned.feedback import FeedbackTracker
 from tribal_memory.learned.query_cache import CacheEntry, PastQuery, QueryCache
-from tribal_memory.learned.text import content_terms, query_key, stem
+from tribal_memory.learned.text import content_terms, numbers, query_key, stem
 from tribal_memory.models import (
     SHARED_OWNER,
     FeedbackResult,
@@ -352,6 +352,7 @@ class Retriever:
             and closest.eligible
             and closest.similarity >= s.semantic_cache_threshold
             and _plain_filters(filters)
+            and numbers(query) == numbers(closest.text)
         ):
             entry = self.cache.get(scope, closest.key)
             if entry is not None:
@@ -401,20 +402,19 @@ class Retriever:
     ) -> None:
         """Add the team's boosts and usage priors (shared memories only) to ``learned``.
 
-        An owner's own signal and the team's add up, within the same bounds
-        (``max_boost``; a prior of at most 1).
+        Where the owner has a signal of its own on the memory, the larger of
+        the two counts: the team's signal holds the owner's own feedback on
+        shared memories too, which must not count twice.
         """
         now = utcnow()
         for memory_id, boost in self.feedback.boosts(TEAM, similar, now).items():
             entry = learned.setdefault(memory_id, _Learned())
-            entry.boost = max(
-                -self.settings.max_penalty, min(self.settings.max_boost, entry.boost + boost)
-            )
+            entry.boost = boost if entry.boost == 0.0 else max(entry.boost, boost)
         if self.settings.usage_prior_weight > 0:
             team_priors = self.feedback.priors(TEAM, now, generation=generation)
             for memory_id, prior in team_priors.items():
                 entry = learned.setdefault(memory_id, _Learned())
-                entry.prior = min(1.0, entry.prior + prior)
+                entry.prior = max(entry.prior, prior)
 
     def _cached(
         self,

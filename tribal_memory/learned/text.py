@@ -68,6 +68,16 @@ def content_terms(text: str, *, keep_question_words: bool = False) -> list[str]:
     ]
 
 
+def numbers(text: str) -> frozenset[str]:
+    """The words of ``text`` that hold a digit ("PR 561045", "v2", "2023"), lowercased.
+
+    Two questions that differ only in such a word ask about different things
+    however close their embeddings are, so a reworded question hits the
+    semantic cache only when its numbers are the cached question's.
+    """
+    return frozenset(w for w in tokens(text) if any(c.isdigit() for c in w))
+
+
 @lru_cache(maxsize=65536)
 def stem(word: str) -> str:
     """Snowball English stem of one lowercased word."""
