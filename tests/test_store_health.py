@@ -110,3 +110,23 @@ def test_captures_go_on_while_maintenance_runs_and_nothing_is_lost(
         hits = service.search(FACTS[33], k=1, filters=MINE, learned=None).hits
     assert hits and hits[0].memory.content == FACTS[33]
     assert health["unindexed_rows"] == 0 and health["fragments"] == 1, health
+
+
+def test_rows_below_the_growth_rule_are_indexed_once_the_interval_passed(
+    tmp_path: Path, embedder: FastEmbedEmbedder
+) -> None:
+    # 20 new rows in a 60-row table: under the growth rule (100%) they would wait.
+    for interval_s, indexed in ((3600.0, False), (0.0, True)):
+        settings = Settings(
+            data_dir=tmp_path / str(interval_s),
+            optimize_every_rows=16,
+            optimize_growth=1.0,
+            optimize_interval_s=interval_s,
+        )
+        with MemoryService(settings, embedder=embedder) as service:
+            service.capture_batch([MemoryInput(f, owner="ana") for f in FACTS[:40]])
+            service.optimize()
+            service.capture_batch([MemoryInput(f, owner="ana") for f in FACTS[40:]])
+            assert service.store.wait_for_maintenance(timeout_s=60)
+            health = service.table_health()
+        assert (health["unindexed_rows"] == 0) is indexed, health

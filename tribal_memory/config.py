@@ -137,6 +137,9 @@ class Settings(BaseSettings):
     """Least rows written between automatic ``optimize()`` runs (fold into indexes, compact)."""
     optimize_growth: float = Field(default=0.1, gt=0.0, le=1.0)
     """Also wait until this fraction of the table was written before an automatic ``optimize()``."""
+    optimize_interval_s: float = Field(default=60.0, ge=0.0)
+    """Seconds after an ``optimize()`` past which ``optimize_every_rows`` new rows call for
+    the next one even below ``optimize_growth`` (rows outside the indexes slow searches)."""
     optimize_small_fragments: int = Field(default=32, ge=1)
     """Small table fragments (left by small writes, updates and deletes) at which the
     automatic ``optimize()`` runs whatever the row count."""

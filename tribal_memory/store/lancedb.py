@@ -108,7 +108,12 @@ class LanceMemoryStore:
             runs; the gap also grows to ``optimize_growth`` of the table.
         optimize_growth: Fraction of the table written before the next
             automatic ``optimize()`` (each one rewrites compacted files and
-            indexes, so a fixed gap would make bulk loads quadratic).
+            indexes, so a fixed gap would make bulk loads quadratic), unless
+            ``optimize_interval_s`` passed since the last one.
+        optimize_interval_s: Seconds after the last ``optimize()`` past which
+            ``optimize_every_rows`` written rows suffice (a store that grows
+            slowly gets its rows indexed within this time; a bulk load runs
+            at most one ``optimize()`` per interval beyond the growth rule).
         keep_versions_s: Table versions older than this are removed by ``optimize()``.
         optimize_small_fragments: Small fragments (each small write, update or
             delete leaves one) at which the automatic ``optimize()`` runs
@@ -134,6 +139,7 @@ class LanceMemoryStore:
         ann_nprobes: int = 32,
         optimize_every_rows: int = 2_000,
         optimize_growth: float = 0.1,
+        optimize_interval_s: float = 60.0,
         keep_versions_s: int = 300,
         optimize_small_fragments: int = 32,
         index_cache_mb: int = 1024,
@@ -144,6 +150,8 @@ class LanceMemoryStore:
         self._ann_nprobes = ann_nprobes
         self._optimize_every_rows = optimize_every_rows
         self._optimize_growth = optimize_growth
+        self._optimize_interval_s = optimize_interval_s
+        self._optimized_at = time.monotonic()
         self._keep_versions = timedelta(seconds=keep_versions_s)
         self._optimize_small_fragments = optimize_small_fragments
         self._write_lock = threading.Lock()
@@ -583,7 +591,8 @@ class LanceMemoryStore:
         """Start the automatic ``optimize()`` in the background when a write made it due.
 
         Due when enough rows were written (``optimize_every_rows``, and
-        ``optimize_growth`` of the table), or, checked every
+        ``optimize_growth`` of the table or ``optimize_interval_s`` since the
+        last run: rows outside the indexes slow every search), or, checked every
         ``_HEALTH_CHECK_WRITES`` writes of any kind (capture, update, delete),
         when the table has ``optimize_small_fragments`` small fragments: a few
         hundred one-row fragments slow every search fivefold (issue 14) long
@@ -592,8 +601,10 @@ class LanceMemoryStore:
         """
         self._writes_since_check += 1
         try:
+            since = time.monotonic() - self._optimized_at
             due = self._rows_since_optimize >= self._optimize_every_rows and (
-                self._rows_since_optimize >= self._optimize_growth * self.count()
+                since >= self._optimize_interval_s
+                or self._rows_since_optimize >= self._optimize_growth * self.count()
             )
             if not due and self._writes_since_check >= _HEALTH_CHECK_WRITES:
                 self._writes_since_check = 0
@@ -669,6 +680,7 @@ class LanceMemoryStore:
             with self._write_lock:
                 self._rows_since_optimize = max(0, self._rows_since_optimize - written)
                 self._recent.drop(folded)
+                self._optimized_at = time.monotonic()
 
     async def _optimize(self) -> None:
         rows = await self._table.count_rows()
