@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from pathlib import Path
 
 from typer.testing import CliRunner
@@ -130,3 +131,25 @@ def test_rows_below_the_growth_rule_are_indexed_once_the_interval_passed(
             assert service.store.wait_for_maintenance(timeout_s=60)
             health = service.table_health()
         assert (health["unindexed_rows"] == 0) is indexed, health
+
+
+def test_rows_written_before_the_store_falls_quiet_are_indexed_after_the_interval(
+    tmp_path: Path, embedder: FastEmbedEmbedder
+) -> None:
+    settings = Settings(
+        data_dir=tmp_path / "d",
+        optimize_every_rows=16,
+        optimize_growth=1.0,
+        optimize_interval_s=3.0,
+    )
+    with MemoryService(settings, embedder=embedder) as service:
+        service.capture_batch([MemoryInput(f, owner="ana") for f in FACTS[:40]])
+        service.optimize()
+        service.capture_batch([MemoryInput(f, owner="ana") for f in FACTS[40:]])
+        # Within the interval the 20 rows wait; no write follows, the timer's check indexes them.
+        for _ in range(240):
+            time.sleep(0.25)
+            service.store.wait_for_maintenance(timeout_s=60)
+            if service.table_health()["unindexed_rows"] == 0:
+                break
+        assert service.table_health()["unindexed_rows"] == 0

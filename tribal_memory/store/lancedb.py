@@ -161,6 +161,8 @@ class LanceMemoryStore:
         same fragment must not race (appends never conflict with a compaction)."""
         self._maintenance: threading.Thread | None = None
         self._maintenance_lock = threading.Lock()
+        self._timer: threading.Timer | None = None
+        """A pending re-check of the automatic optimize (see :meth:`_maybe_optimize`)."""
         self._rows_since_optimize = 0
         self._writes_since_check = 0
         self._ann_name: str | None = None
@@ -598,14 +600,20 @@ class LanceMemoryStore:
         hundred one-row fragments slow every search fivefold (issue 14) long
         before the row count calls for a rebuild. The write that made it due
         has returned by then; see :meth:`optimize` for what waits for it.
+        When only the interval is missing, a timer checks again once it has
+        passed, so rows written just before a store falls quiet (searches and
+        feedback write nothing here) are indexed all the same.
         """
         self._writes_since_check += 1
         try:
             since = time.monotonic() - self._optimized_at
-            due = self._rows_since_optimize >= self._optimize_every_rows and (
+            enough_rows = self._rows_since_optimize >= self._optimize_every_rows
+            due = enough_rows and (
                 since >= self._optimize_interval_s
                 or self._rows_since_optimize >= self._optimize_growth * self.count()
             )
+            if enough_rows and not due:
+                self._check_later(self._optimize_interval_s - since)
             if not due and self._writes_since_check >= _HEALTH_CHECK_WRITES:
                 self._writes_since_check = 0
                 due = self.health()["small_fragments"] >= self._optimize_small_fragments
@@ -614,6 +622,19 @@ class LanceMemoryStore:
             return
         if due:
             self._start_maintenance()
+
+    def _check_later(self, delay_s: float) -> None:
+        """Run the automatic-optimize check again in ``delay_s`` seconds (one timer at a time)."""
+        with self._maintenance_lock:
+            if self._timer is not None and self._timer.is_alive():
+                return
+            self._timer = threading.Timer(max(0.0, delay_s), self._timed_check)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def _timed_check(self) -> None:
+        self._writes_since_check -= 1  # the timer's check is not a write
+        self._maybe_optimize()
 
     def _start_maintenance(self) -> None:
         """Run :meth:`optimize` on a maintenance thread unless one is running."""
@@ -655,7 +676,14 @@ class LanceMemoryStore:
         return True
 
     def close(self) -> None:
-        """Wait for a running automatic ``optimize()`` to finish (see :meth:`MemoryStore.close`)."""
+        """Cancel a pending check and wait for a running automatic ``optimize()`` to finish.
+
+        See :meth:`MemoryStore.close`.
+        """
+        with self._maintenance_lock:
+            timer, self._timer = self._timer, None
+        if timer is not None:
+            timer.cancel()
         self.wait_for_maintenance()
 
     def optimize(self) -> None:
