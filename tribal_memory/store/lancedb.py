@@ -605,6 +605,10 @@ class LanceMemoryStore:
         feedback write nothing here) are indexed all the same.
         """
         self._writes_since_check += 1
+        self._check_maintenance()
+
+    def _check_maintenance(self) -> None:
+        """Start maintenance if due (see :meth:`_maybe_optimize`); no write is counted."""
         try:
             since = time.monotonic() - self._optimized_at
             enough_rows = self._rows_since_optimize >= self._optimize_every_rows
@@ -628,13 +632,9 @@ class LanceMemoryStore:
         with self._maintenance_lock:
             if self._timer is not None and self._timer.is_alive():
                 return
-            self._timer = threading.Timer(max(0.0, delay_s), self._timed_check)
+            self._timer = threading.Timer(max(0.0, delay_s), self._check_maintenance)
             self._timer.daemon = True
             self._timer.start()
-
-    def _timed_check(self) -> None:
-        self._writes_since_check -= 1  # the timer's check is not a write
-        self._maybe_optimize()
 
     def _start_maintenance(self) -> None:
         """Run :meth:`optimize` on a maintenance thread unless one is running."""

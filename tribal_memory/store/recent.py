@@ -63,11 +63,6 @@ class RecentRows:
         """The ids of the rows held now (a copy)."""
         return list(self._owner_of)
 
-    def clear(self) -> None:
-        """After ``optimize()``: every row is in the index."""
-        self._by_owner.clear()
-        self._owner_of.clear()
-
     def matrices(self, owners: Iterable[str]) -> tuple[list[str], np.ndarray]:
         """(ids, unit vectors ``(n, dim)``) of the rows of ``owners`` (a copy)."""
         ids: list[str] = []
