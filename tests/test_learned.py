@@ -20,12 +20,14 @@ from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 from sqlalchemy import select
 
+from tribal_memory.bench.perf_corpus import generate
 from tribal_memory.config import Settings
-from tribal_memory.db import Database, make_engine, migrate
+from tribal_memory.db import Database, make_engine, migrate, read_generation
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
 from tribal_memory.errors import Conflict, InvalidInput, NotFound
 from tribal_memory.learned.expander import rule_variants
 from tribal_memory.learned.feedback import FeedbackTracker
+from tribal_memory.learned.layer import Retriever
 from tribal_memory.learned.query_cache import PastQuery
 from tribal_memory.learned.text import query_key, tokens
 from tribal_memory.models import (
@@ -36,7 +38,7 @@ from tribal_memory.models import (
     SearchResult,
 )
 from tribal_memory.service import MemoryService, SearchMode
-from tribal_memory.tables import QueryFactWeightRow
+from tribal_memory.tables import QueryExpansionRow, QueryFactWeightRow
 
 OWNER = "agent-a"
 MINE = SearchFilters(owner=OWNER)
@@ -339,6 +341,118 @@ def test_boosts_one_half_life_later_are_half_as_large(
     assert set(later) == set(fresh)
     for memory_id, boost in fresh.items():
         assert later[memory_id] == pytest.approx(boost / 2)
+
+
+def test_boosts_see_weights_another_process_changed(
+    service: MemoryService, ids: dict[str, str]
+) -> None:
+    teach(service, SHIP, [ids["freeze"]])
+    first = service.search(SHIP_SIMILAR, k=8, filters=MINE, learned=FEEDBACK_ONLY)
+    assert next(h for h in first.hits if h.memory.memory_id == ids["freeze"]).boost > 0
+    # Another process turns the weight negative; this one has the weights in memory.
+    other = Database(make_engine(service.settings.sqlite_path))
+    try:
+        with other.session() as session:
+            for row in session.scalars(
+                select(QueryFactWeightRow).where(QueryFactWeightRow.memory_id == ids["freeze"])
+            ):
+                row.weight = -1.0
+    finally:
+        other.close()
+    again = service.search(SHIP_SIMILAR, k=8, filters=MINE, learned=FEEDBACK_ONLY)
+    assert next(h for h in again.hits if h.memory.memory_id == ids["freeze"]).boost < 0
+
+
+def test_expansion_words_another_process_added_are_used(
+    service: MemoryService, ids: dict[str, str]
+) -> None:
+    teach(service, SHIP, [ids["freeze"]])
+    retriever = service.retriever
+    vector = service.embedder.embed(SHIP_SIMILAR, query=True)
+    similar = retriever.cache.similar(OWNER, vector, min_similarity=0.7)
+    counter = retriever.cache.generation_name(OWNER)
+
+    def variant() -> str | None:
+        with service.db.session() as session:
+            generation = read_generation(session, counter)
+        return retriever.expansions.variant(
+            OWNER, similar, min_similarity=0.7, limit=3, generation=generation
+        )
+
+    before = variant()
+    assert before is not None and "rotation" not in before
+    other = Database(make_engine(service.settings.sqlite_path))
+    try:
+        with other.session() as session:
+            session.add(
+                QueryExpansionRow(
+                    owner=OWNER, query_key=query_key(SHIP), expansion="rotation", weight=50.0
+                )
+            )
+    finally:
+        other.close()
+    after = variant()
+    assert after is not None and after.split()[0] == "rotation"
+
+
+def test_pruned_outside_memories_could_not_have_been_hits(
+    make_service: ServiceFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A pool of 3 over 68 memories, and feedback that also reports a hit from
+    # rank 10 as used (anchored to the question, unrelated to its words): later
+    # searches meet anchored memories outside the pool. Each is scored only when
+    # its gain could lift it into the top k; the answers must be the same.
+    svc = make_service(candidate_pool=3, anchor_min_uses=1)
+    capture_facts(svc)
+    svc.capture_batch([MemoryInput(f.content, owner=OWNER) for f in generate(60, 0)])
+    for question in (
+        SHIP,
+        VPN,
+        "who is on call this week?",
+        "which region is the cluster in?",
+        "what is the rate limit?",
+    ):
+        result = svc.recall_with_feedback(question, k=20, filters=MINE)
+        assert result.retrieval_id is not None
+        used = [result.hits[9].memory.memory_id, result.hits[0].memory.memory_id]
+        svc.record_usage_feedback(result.retrieval_id, used)
+    questions = [
+        SHIP_SIMILAR,
+        "ship to prod after a holiday?",
+        "vpn port",
+        "who is on call on Monday",
+        "cluster region and database host",
+        "what runs in eu-west-1?",
+        "how many requests per minute?",
+        "which host for vpn",
+        "deploy day",
+    ]
+    kept: list[int] = []
+    every: list[int] = []
+    prune = Retriever._outside
+
+    def counted(self: Retriever, learned: dict[str, Any], candidates: Any, *rest: Any) -> Any:
+        pooled = {c.memory.memory_id for c in candidates}
+        outside = [
+            i
+            for i, e in learned.items()
+            if i not in pooled and (e.expansion or e.anchor or e.boost > 0)
+        ]
+        every.append(len(outside))
+        chosen = prune(self, learned, candidates, *rest) if pruning else outside
+        kept.append(len(chosen))
+        return chosen
+
+    def ranked(hits: Any) -> list[tuple[str, float]]:
+        # Boosts decay between two searches by ~1e-10: compare scores rounded.
+        return [(h.memory.memory_id, round(h.score, 6)) for h in hits]
+
+    monkeypatch.setattr(Retriever, "_outside", counted)
+    pruning = True
+    pruned = [ranked(svc.search(q, k=2, filters=MINE).hits) for q in questions]
+    assert 0 < sum(kept) < sum(every)  # some memories were scored, some not
+    pruning = False
+    assert [ranked(svc.search(q, k=2, filters=MINE).hits) for q in questions] == pruned
 
 
 # -- property tests -----------------------------------------------------------------------

@@ -238,8 +238,9 @@ def head_revision() -> str | None:
 def read_generation(session: Session, name: str) -> int:
     """The change counter ``name`` of the ``learned_generations`` table (0 when never bumped).
 
-    Database triggers (migration 0005) add one to ``query_cache:<owner>`` on
-    every insert, update or delete of that owner's query-cache rows, and to
+    Database triggers (migrations 0005 and 0008) add one to
+    ``query_cache:<owner>`` on every insert, update or delete of that owner's
+    query-cache, query-weight and expansion rows, and to
     ``fact_anchors`` on every change of an anchor, in the writing transaction.
     A process that cached something derived from those rows keeps using it
     while the counter is unchanged: a change made by any process, through

@@ -35,6 +35,7 @@ import httpx
 from sqlalchemy import select
 
 from tribal_memory.db import Database
+from tribal_memory.learned.memo import RowsByKey
 from tribal_memory.learned.query_cache import PastQuery
 from tribal_memory.learned.text import content_terms, tokens
 from tribal_memory.tables import QueryExpansionRow
@@ -111,6 +112,7 @@ class LearnedExpansions:
     def __init__(self, db: Database, *, terms_per_use: int = 8) -> None:
         self._db = db
         self.terms_per_use = terms_per_use
+        self._words = RowsByKey(self._read_words)
 
     def learn(self, owner: str, key: str, query: str, used_contents: Sequence[str]) -> None:
         """Add the content words of ``used_contents`` missing from ``query`` under ``key``."""
@@ -133,28 +135,49 @@ class LearnedExpansions:
                 row.weight += 1.0
 
     def variant(
-        self, owner: str, similar: Sequence[PastQuery], *, min_similarity: float, limit: int
+        self,
+        owner: str,
+        similar: Sequence[PastQuery],
+        *,
+        min_similarity: float,
+        limit: int,
+        generation: int | None = None,
     ) -> str | None:
         """One keyword variant from the words learned for similar past queries, or None.
 
         Words score ``sum(similarity * weight)`` over the past queries with
         similarity >= ``min_similarity``; the best ``limit`` are joined.
+        ``generation``: the owner's ``query_cache:<owner>`` counter as just
+        read; while it is unchanged a past query's words are read once. None:
+        always read them.
         """
         relevant = {q.key: q.similarity for q in similar if q.similarity >= min_similarity}
         if not relevant:
             return None
         scores: dict[str, float] = {}
-        with self._db.session() as session:
-            for row in session.scalars(
-                select(QueryExpansionRow).where(
-                    QueryExpansionRow.owner == owner,
-                    QueryExpansionRow.query_key.in_(list(relevant)),
-                )
-            ):
-                gain = relevant[row.query_key] * row.weight
-                scores[row.expansion] = scores.get(row.expansion, 0.0) + gain
+        for key, rows in self._words.get(owner, list(relevant), generation).items():
+            for word, weight in rows:
+                scores[word] = scores.get(word, 0.0) + relevant[key] * weight
         words = sorted(scores, key=lambda w: (-scores[w], w))[:limit]
         return " ".join(words) if words else None
+
+    def _read_words(self, owner: str, keys: Sequence[str]) -> dict[str, list[tuple[str, float]]]:
+        """``{query key: [(word, weight)]}`` of ``owner`` for ``keys``."""
+        found: dict[str, list[tuple[str, float]]] = {}
+        with self._db.session() as session:
+            rows = session.execute(
+                select(
+                    QueryExpansionRow.query_key,
+                    QueryExpansionRow.expansion,
+                    QueryExpansionRow.weight,
+                ).where(
+                    QueryExpansionRow.owner == owner,
+                    QueryExpansionRow.query_key.in_(list(keys)),
+                )
+            ).all()
+        for key, word, weight in rows:
+            found.setdefault(key, []).append((word, weight))
+        return found
 
 
 class LlmVariants:

@@ -29,6 +29,7 @@ from typing import Any
 from sqlalchemy import select
 
 from tribal_memory.db import Database
+from tribal_memory.learned.memo import RowsByKey
 from tribal_memory.learned.query_cache import PastQuery
 from tribal_memory.tables import QueryFactWeightRow, RetrievalEventRow, utcnow
 
@@ -103,6 +104,7 @@ class FeedbackTracker:
         self._priors: dict[str, tuple[int, float, dict[str, float]]] = {}
         """owner -> (cache generation, time.monotonic() when computed, priors)."""
         self._priors_lock = threading.Lock()
+        self._weights = RowsByKey(self._read_weights)
 
     # -- events -------------------------------------------------------------------
 
@@ -284,8 +286,19 @@ class FeedbackTracker:
             totals[memory_id] = totals.get(memory_id, 0.0) + self.decayed(weight, updated_at, now)
         return {m: min(1.0, t) for m, t in totals.items() if t > 0}
 
-    def boosts(self, owner: str, similar: Sequence[PastQuery], now: datetime) -> dict[str, float]:
+    def boosts(
+        self,
+        owner: str,
+        similar: Sequence[PastQuery],
+        now: datetime,
+        *,
+        generation: int | None = None,
+    ) -> dict[str, float]:
         """Score change per memory from the weights of ``similar`` past queries.
+
+        ``generation``: the owner's ``query_cache:<owner>`` counter as just
+        read; while it is unchanged the weights of a past query are read from
+        SQL once (:class:`RowsByKey`). None: always read them.
 
         Returns:
             ``{memory_id: boost}`` with boosts in ``[-max_penalty, max_boost]``;
@@ -296,17 +309,12 @@ class FeedbackTracker:
             return {}
         span = max(1e-9, 1.0 - self.min_similarity)
         totals: dict[str, float] = {}
-        with self._db.session() as session:
-            rows = session.scalars(
-                select(QueryFactWeightRow).where(
-                    QueryFactWeightRow.owner == owner,
-                    QueryFactWeightRow.query_key.in_(list(relevant)),
-                )
-            ).all()
-            for row in rows:
-                closeness = min(1.0, (relevant[row.query_key] - self.min_similarity) / span)
-                weight = self.decayed(row.weight, row.updated_at, now)
-                totals[row.memory_id] = totals.get(row.memory_id, 0.0) + closeness * weight
+        weights = self._weights.get(owner, list(relevant), generation)
+        for key, rows in weights.items():
+            closeness = min(1.0, (relevant[key] - self.min_similarity) / span)
+            for memory_id, weight, updated_at in rows:
+                decayed = self.decayed(weight, updated_at, now)
+                totals[memory_id] = totals.get(memory_id, 0.0) + closeness * decayed
         return {
             memory_id: self.max_boost * min(total, 1.0)
             if total >= 0
@@ -314,3 +322,25 @@ class FeedbackTracker:
             for memory_id, total in totals.items()
             if total != 0.0
         }
+
+    def _read_weights(
+        self, owner: str, keys: Sequence[str]
+    ) -> dict[str, list[tuple[str, float, datetime | None]]]:
+        """``{query key: [(memory_id, weight, updated_at)]}`` of ``owner`` for ``keys``."""
+        found: dict[str, list[tuple[str, float, datetime | None]]] = {}
+        with self._db.session() as session:
+            # Plain columns, not ORM rows: this runs on learned searches.
+            rows = session.execute(
+                select(
+                    QueryFactWeightRow.query_key,
+                    QueryFactWeightRow.memory_id,
+                    QueryFactWeightRow.weight,
+                    QueryFactWeightRow.updated_at,
+                ).where(
+                    QueryFactWeightRow.owner == owner,
+                    QueryFactWeightRow.query_key.in_(list(keys)),
+                )
+            ).all()
+        for key, memory_id, weight, updated_at in rows:
+            found.setdefault(key, []).append((memory_id, weight, updated_at))
+        return found

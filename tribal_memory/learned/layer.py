@@ -14,15 +14,19 @@
 5. **feedback** — boosts/penalties from similar past queries are added.
 
 Memories that 3-5 bring in from outside the pool are scored against the query
-vector over the same prefilter. Final scores are clipped to [0, 1]. Parts 1, 3
-and 5 stay off until the scope (owner) has past queries with feedback, and 4
-until some anchor exists, so with no learned data a search is exactly plain
-search.
+vector over the same prefilter, those whose gain could lift them into the top
+``k`` only (:meth:`Retriever._outside`). The vector search, the count and the
+BM25 searches run on the store's event loop while this thread reads the
+learned tables (their rows are kept per generation: :mod:`.memo`). Final
+scores are clipped to [0, 1]. Parts 1, 3 and 5 stay off until the scope
+(owner) has past queries with feedback, and 4 until some anchor exists, so
+with no learned data a search is exactly plain search.
 """
 
 from __future__ import annotations
 
 import functools
+import heapq
 import threading
 import time
 from collections import Counter
@@ -357,20 +361,29 @@ class Retriever:
             entry = self.cache.get(scope, closest.key)
             if entry is not None:
                 return self._cached(entry, filters, k, min_score, mode, variant, started)
-        # The variants' BM25 searches run on the store's loop during the vector search.
+        # The store's loop runs the vector search and the variants' BM25 while
+        # this thread reads the learned tables.
+        searching = (
+            self._store.start_vector_search(vector, filters, pool, passing=passing)
+            if mode != "text" and vector is not None
+            else None
+        )
         expanding = (
-            self._start_expansion(query, filters, pool, scope, similar)
+            self._start_expansion(query, filters, pool, scope, similar, cache_generation)
             if parts.expansion and has_past and mode != "vector"
             else []
         )
-        candidates = self._plain(vector, text_part, filters, mode, pool, passing)
         learned: dict[str, _Learned] = {}
+        priors: list[dict[str, float]] = []
         if has_past or use_anchors or team_past is not None:
-            learned = self._learned_parts(
-                mode, parts, scope, has_past, similar, anchored, expanding, cache_generation
+            learned = self._feedback_parts(
+                parts, scope, has_past, similar, anchored, priors, cache_generation
             )
             if team_past is not None:
-                self._add_team(learned, team_similar, team_generation)
+                self._add_team(learned, priors, team_similar, team_generation)
+        candidates = self._plain(searching, text_part, mode)
+        self._add_expansion(learned, expanding, mode)
+        _add_priors(learned, priors, candidates)
         hits = self._rank(candidates, learned, vector, filters, mode, k, min_score)
         took_ms = (time.perf_counter() - started) * 1000
         return SearchResult(tuple(hits), mode, fallback, took_ms, variant=variant)
@@ -398,23 +411,27 @@ class Retriever:
         )
 
     def _add_team(
-        self, learned: dict[str, _Learned], similar: Sequence[PastQuery], generation: int | None
+        self,
+        learned: dict[str, _Learned],
+        priors: list[dict[str, float]],
+        similar: Sequence[PastQuery],
+        generation: int | None,
     ) -> None:
-        """Add the team's boosts and usage priors (shared memories only) to ``learned``.
+        """Add the team's boosts to ``learned`` and its usage priors to ``priors``.
 
-        Where the owner has a signal of its own on the memory, the larger of
-        the two counts: the team's signal holds the owner's own feedback on
-        shared memories too, which must not count twice.
+        Both hold signals on shared memories only. Where the owner has a
+        signal of its own on the memory, the larger of the two counts: the
+        team's signal holds the owner's own feedback on shared memories too,
+        which must not count twice.
         """
         now = utcnow()
-        for memory_id, boost in self.feedback.boosts(TEAM, similar, now).items():
+        for memory_id, boost in self.feedback.boosts(
+            TEAM, similar, now, generation=generation
+        ).items():
             entry = learned.setdefault(memory_id, _Learned())
             entry.boost = boost if entry.boost == 0.0 else max(entry.boost, boost)
         if self.settings.usage_prior_weight > 0:
-            team_priors = self.feedback.priors(TEAM, now, generation=generation)
-            for memory_id, prior in team_priors.items():
-                entry = learned.setdefault(memory_id, _Learned())
-                entry.prior = max(entry.prior, prior)
+            priors.append(self.feedback.priors(TEAM, now, generation=generation))
 
     def _cached(
         self,
@@ -435,23 +452,13 @@ class Retriever:
 
     def _plain(
         self,
-        vector: Vector | None,
+        vector_search: Future[list[ScoredMemory]] | None,
         text_search: Future[list[ScoredMemory]] | None,
-        filters: SearchFilters,
         mode: SearchMode,
-        pool: int,
-        passing: int | None,
     ) -> list[Candidate]:
-        """Fused candidates of the vector search and the already started BM25 search.
-
-        ``passing``: memories passing ``filters`` (None: not counted).
-        """
+        """Fused candidates of the already started vector and BM25 searches."""
         s = self.settings
-        vector_part = (
-            self._store.vector_search(vector, filters, pool, passing=passing)
-            if mode != "text" and vector is not None
-            else []
-        )
+        vector_part = vector_search.result() if vector_search is not None else []
         text_part = text_search.result() if text_search is not None else []
         if mode == "hybrid":
             fused = fused_candidates(
@@ -466,12 +473,21 @@ class Retriever:
         weight = 1.0 if mode == "vector" else 0.0
         return fused_candidates(vector_part, text_part, vector_weight=weight)
 
-    def _variants(self, query: str, scope: str, similar: Sequence[PastQuery]) -> list[str]:
-        """Variants that add words to the query (others match the same BM25 terms)."""
+    def _variants(
+        self, query: str, scope: str, similar: Sequence[PastQuery], generation: int | None
+    ) -> list[str]:
+        """Variants that add words to the query (others match the same BM25 terms).
+
+        ``generation``: the change counter of ``scope``'s learned rows (None: unknown).
+        """
         variants = rule_variants(query) if self.settings.expansion_rules else []
         if self.settings.expansion_learned:
             learned = self.expansions.variant(
-                scope, similar, min_similarity=self.settings.feedback_similarity, limit=8
+                scope,
+                similar,
+                min_similarity=self.settings.feedback_similarity,
+                limit=8,
+                generation=generation,
             )
             if learned:
                 variants.append(learned)
@@ -491,55 +507,65 @@ class Retriever:
         pool: int,
         scope: str,
         similar: Sequence[PastQuery],
-    ) -> list[tuple[str, Future[list[ScoredMemory]]]]:
+        generation: int | None,
+    ) -> list[tuple[str, Future[list[tuple[str, float]]]]]:
         """Start the BM25 search of each keyword variant of ``query``: ``[(variant, future)]``."""
-        variants = self._variants(query, scope, similar)
-        return [(v, self._store.start_text_search(v, filters, pool)) for v in variants]
+        variants = self._variants(query, scope, similar, generation)
+        return [(v, self._store.start_text_scores(v, filters, pool)) for v in variants]
 
-    def _learned_parts(
+    def _feedback_parts(
         self,
-        mode: SearchMode,
         parts: LearnedParts,
         scope: str,
         has_past: bool,
         similar: Sequence[PastQuery],
         anchored: list[AnchorMatch],
-        expanding: Sequence[tuple[str, Future[list[ScoredMemory]]]],
+        priors: list[dict[str, float]],
         generation: int | None,
     ) -> dict[str, _Learned]:
-        """What expansion, anchors and feedback add per memory id.
+        """What anchors and feedback add per memory id; the usage priors go to ``priors``.
 
         ``similar``: past queries of ``scope`` at least as similar as the
         lower of the semantic-cache and feedback thresholds, best first.
         ``anchored``: the query's anchor matches (already capped to the pool).
-        ``expanding``: the started BM25 searches of the keyword variants.
         ``generation``: the change counter of ``scope``'s cache entries (None: unknown).
         """
         learned: dict[str, _Learned] = {}
+        for match in anchored:
+            learned.setdefault(match.memory_id, _Learned()).anchor = match.score
+        if parts.feedback and has_past:
+            now = utcnow()
+            for memory_id, boost in self.feedback.boosts(
+                scope, similar, now, generation=generation
+            ).items():
+                learned.setdefault(memory_id, _Learned()).boost = boost
+            if self.settings.usage_prior_weight > 0:
+                priors.append(self.feedback.priors(scope, now, generation=generation))
+        return learned
+
+    def _add_expansion(
+        self,
+        learned: dict[str, _Learned],
+        expanding: Sequence[tuple[str, Future[list[tuple[str, float]]]]],
+        mode: SearchMode,
+    ) -> None:
+        """Add each variant's BM25 evidence to ``learned`` (the best variant per memory).
+
+        ``expanding``: the started BM25 searches of the keyword variants.
+        """
         # A variant's BM25 goes on the scale the query's own went on in fusion,
         # so that "beats the query's own match" compares like with like.
         normalisation = self.settings.fusion_normalisation if mode == "hybrid" else "max"
         for variant, search in expanding:
             found = search.result()
-            if max((c.score for c in found), default=0.0) <= 0:
+            if max((score for _, score in found), default=0.0) <= 0:
                 continue
-            to_text = text_scale([c.score for c in found], normalisation)
-            for scored in found:
-                value = self.settings.expansion_weight * to_text(scored.score)
-                entry = learned.setdefault(scored.memory.memory_id, _Learned())
+            to_text = text_scale([score for _, score in found], normalisation)
+            for memory_id, score in found:
+                value = self.settings.expansion_weight * to_text(score)
+                entry = learned.setdefault(memory_id, _Learned())
                 if value > entry.expansion:
                     entry.expansion, entry.expanded_from = value, variant
-        for match in anchored:
-            learned.setdefault(match.memory_id, _Learned()).anchor = match.score
-        if parts.feedback and has_past:
-            now = utcnow()
-            for memory_id, boost in self.feedback.boosts(scope, similar, now).items():
-                learned.setdefault(memory_id, _Learned()).boost = boost
-            if self.settings.usage_prior_weight > 0:
-                priors = self.feedback.priors(scope, now, generation=generation)
-                for memory_id, prior in priors.items():
-                    learned.setdefault(memory_id, _Learned()).prior = prior
-        return learned
 
     def _rank(
         self,
@@ -553,8 +579,9 @@ class Retriever:
     ) -> list[Hit]:
         if not learned:
             return _hits(candidates, {}, k, min_score)
+        s = self.settings
         by_id = {c.memory.memory_id: c for c in candidates}
-        gate = self.settings.boost_relevance_gate
+        gate = s.boost_relevance_gate
         for memory_id, info in learned.items():
             if info.prior and memory_id in by_id:
                 # The usage prior only reorders what the query retrieved itself.
@@ -565,33 +592,57 @@ class Retriever:
             if gate and info.boost > 0:
                 own = by_id[memory_id].score if memory_id in by_id else 0.0
                 info.boost *= (1.0 - gate) + gate * own
-        outside = [
-            i
-            for i, e in learned.items()
-            if i not in by_id and (e.expansion or e.anchor or e.boost > 0)
-        ]
+        text_weight = 1.0 - self._vector_weight(mode)
+        rescored = [_gained(c, learned.get(c.memory.memory_id), text_weight, s) for c in candidates]
+        outside = self._outside(learned, candidates, rescored, mode, k, min_score)
         if outside and vector is not None:
             weight = self._vector_weight(mode)
-            normalisation = self.settings.fusion_normalisation if mode == "hybrid" else "max"
+            normalisation = s.fusion_normalisation if mode == "hybrid" else "max"
             to_vector = vector_scale(candidates, normalisation)
             for scored in self._store.score_ids(vector, outside, filters):
                 part = to_vector(scored.score)
-                by_id[scored.memory.memory_id] = Candidate(
-                    scored.memory, weight * part, vector=part, cosine=scored.score
-                )
-        text_weight = 1.0 - self._vector_weight(mode)
-        rescored: list[Candidate] = []
-        for memory_id, candidate in by_id.items():
-            extra = learned.get(memory_id)
-            if extra is not None:
-                gain = max(0.0, extra.expansion - (candidate.text or 0.0)) * text_weight
-                if gain <= 0:
-                    extra.expanded_from = None
-                gain += self.settings.anchor_weight * (extra.anchor or 0.0) + extra.boost
-                candidate = replace(candidate, score=min(1.0, max(0.0, candidate.score + gain)))
-            rescored.append(candidate)
+                found = Candidate(scored.memory, weight * part, vector=part, cosine=scored.score)
+                rescored.append(_gained(found, learned[scored.memory.memory_id], text_weight, s))
         rescored.sort(key=lambda c: (-c.score, c.memory.memory_id))
         return _hits(rescored, learned, k, min_score)
+
+    def _outside(
+        self,
+        learned: dict[str, _Learned],
+        candidates: Sequence[Candidate],
+        rescored: Sequence[Candidate],
+        mode: SearchMode,
+        k: int,
+        min_score: float,
+    ) -> list[str]:
+        """Ids from outside the pool that their learned gain could lift into the top ``k``.
+
+        A memory the vector search did not return has a cosine no higher than
+        the pool's lowest (exactly so for an exact search; under an ANN index
+        as the index itself judged), so its score is at most the vector part of
+        that edge plus its gain. One whose bound is below the k-th score of the
+        (already rescored) pool, or below ``min_score``, cannot become a hit
+        and is not scored: each id scored costs the store a vector query.
+        """
+        s = self.settings
+        pooled = {c.memory.memory_id for c in candidates}
+        floor = min_score
+        if len(rescored) >= k:
+            floor = max(floor, heapq.nlargest(k, (c.score for c in rescored))[-1])
+        cosines = [c.cosine for c in candidates if c.cosine is not None]
+        normalisation = s.fusion_normalisation if mode == "hybrid" else "max"
+        edge = vector_scale(candidates, normalisation)(min(cosines)) if cosines else 0.0
+        vector_weight = self._vector_weight(mode)
+        text_weight = 1.0 - vector_weight
+        outside: list[str] = []
+        for memory_id, extra in learned.items():
+            if memory_id in pooled:
+                continue
+            gain = extra.expansion * text_weight + s.anchor_weight * (extra.anchor or 0.0)
+            gain += extra.boost
+            if gain > 0 and vector_weight * edge + gain >= floor:
+                outside.append(memory_id)
+        return outside
 
     def _vector_weight(self, mode: SearchMode) -> float:
         if mode == "vector":
@@ -599,6 +650,42 @@ class Retriever:
         if mode == "text":
             return 0.0
         return self.settings.vector_weight if self.settings.fusion == "weighted" else 0.5
+
+
+def _add_priors(
+    learned: dict[str, _Learned],
+    priors: Sequence[dict[str, float]],
+    candidates: Sequence[Candidate],
+) -> None:
+    """Set each candidate's usage prior in ``learned``: the largest in ``priors``.
+
+    Only the pool's memories get one (a prior reorders what the query
+    retrieved itself), so a search reads a few hundred of the priors, not all.
+    """
+    if not priors:
+        return
+    for candidate in candidates:
+        memory_id = candidate.memory.memory_id
+        prior = max(p.get(memory_id, 0.0) for p in priors)
+        if prior > 0:
+            learned.setdefault(memory_id, _Learned()).prior = prior
+
+
+def _gained(
+    candidate: Candidate, extra: _Learned | None, text_weight: float, settings: Settings
+) -> Candidate:
+    """``candidate`` with its learned gain added, the score clipped to [0, 1].
+
+    Expansion counts only where the variant's BM25 beats the query's own
+    (``expanded_from`` is cleared on ``extra`` where it does not).
+    """
+    if extra is None:
+        return candidate
+    gain = max(0.0, extra.expansion - (candidate.text or 0.0)) * text_weight
+    if gain <= 0:
+        extra.expanded_from = None
+    gain += settings.anchor_weight * (extra.anchor or 0.0) + extra.boost
+    return replace(candidate, score=min(1.0, max(0.0, candidate.score + gain)))
 
 
 def _hits(

@@ -62,6 +62,15 @@ class MemoryStore(Protocol):
         caller has just counted them (saves the store counting again).
         """
 
+    def start_vector_search(
+        self, vector: Vector, filters: SearchFilters, k: int, *, passing: int | None = None
+    ) -> Future[list[ScoredMemory]]:
+        """Start :meth:`vector_search` and return at once (overlap it with other work).
+
+        Returns:
+            A future whose ``result()`` is :meth:`vector_search`'s answer or raises its error.
+        """
+
     def nearest(
         self, groups: Sequence[tuple[Vector, SearchFilters]]
     ) -> list[list[tuple[str, float] | None]]:
@@ -97,6 +106,15 @@ class MemoryStore(Protocol):
 
         Returns:
             A future whose ``result()`` is :meth:`text_search`'s answer or raises its error.
+        """
+
+    def start_text_scores(
+        self, query: str, filters: SearchFilters, k: int
+    ) -> Future[list[tuple[str, float]]]:
+        """Start a BM25 search that answers ids only: ``[(memory_id, raw BM25)]``, best first.
+
+        The same ranking as :meth:`text_search` without reading the memories
+        (for query variants, whose hits are only scored); [] when nothing matches.
         """
 
     def select(self, filters: SearchFilters, limit: int) -> list[Memory]:

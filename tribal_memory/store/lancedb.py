@@ -346,13 +346,26 @@ class LanceMemoryStore:
         ``ann_nprobes`` partitions (``bench perf`` reports its recall@10
         against exact search).
         """
+        return self.start_vector_search(vector, filters, k, exact=exact, passing=passing).result()
+
+    def start_vector_search(
+        self,
+        vector: Vector,
+        filters: SearchFilters,
+        k: int,
+        *,
+        exact: bool = False,
+        passing: int | None = None,
+    ) -> Future[list[ScoredMemory]]:
+        """See :meth:`MemoryStore.start_vector_search`: runs on the store's event loop."""
         where = filter_sql(filters)
 
-        async def search() -> pa.Table:
+        async def search() -> list[ScoredMemory]:
             indexed = not exact and await self._use_index(where, passing)
-            return await self._vector_query(vector, where, k, exact=not indexed).to_arrow()
+            table = await self._vector_query(vector, where, k, exact=not indexed).to_arrow()
+            return scored(table, "_distance", distance=True)
 
-        return scored(self._run("vector search", search()), "_distance", distance=True)
+        return self._loop.submit(translated("vector search", search()))
 
     def nearest(
         self, groups: Sequence[tuple[Vector, SearchFilters]]
@@ -469,6 +482,32 @@ class LanceMemoryStore:
             return done
         search = self._text_search(query, filter_sql(filters), k)
         return self._loop.submit(translated("full-text search", search))
+
+    def start_text_scores(
+        self, query: str, filters: SearchFilters, k: int
+    ) -> Future[list[tuple[str, float]]]:
+        """See :meth:`MemoryStore.start_text_scores`: runs on the store's event loop."""
+        if not query.strip():
+            done: Future[list[tuple[str, float]]] = Future()
+            done.set_result([])
+            return done
+        where = filter_sql(filters)
+
+        async def search() -> list[tuple[str, float]]:
+            builder = (
+                self._table.query()
+                .nearest_to_text(MatchQuery(query, "content"))  # type: ignore[call-arg]
+                .select(["memory_id", "_score"])
+                .limit(k)
+            )
+            if where:
+                builder = builder.where(where)
+            table = await builder.to_arrow()
+            ids = table.column("memory_id").to_pylist()
+            scores = table.column("_score").to_pylist()
+            return [(str(i), float(v)) for i, v in zip(ids, scores, strict=True)]
+
+        return self._loop.submit(translated("full-text search", search()))
 
     def select(self, filters: SearchFilters, limit: int) -> list[Memory]:
         """See :meth:`MemoryStore.select`."""
