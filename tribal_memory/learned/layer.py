@@ -57,7 +57,7 @@ from tribal_memory.learned.expander import (
 )
 from tribal_memory.learned.feedback import FeedbackTracker
 from tribal_memory.learned.query_cache import CacheEntry, PastQuery, QueryCache
-from tribal_memory.learned.text import content_terms, numbers, query_key, stem
+from tribal_memory.learned.text import content_terms, query_key, rewording_of, stem
 from tribal_memory.models import (
     SHARED_OWNER,
     FeedbackResult,
@@ -356,7 +356,7 @@ class Retriever:
             and closest.eligible
             and closest.similarity >= s.semantic_cache_threshold
             and _plain_filters(filters)
-            and numbers(query) == numbers(closest.text)
+            and rewording_of(query, closest.text)
         ):
             entry = self.cache.get(scope, closest.key)
             if entry is not None:

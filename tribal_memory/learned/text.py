@@ -93,3 +93,19 @@ def query_key(text: str) -> str:
     """
     terms = content_terms(text, keep_question_words=True) or tokens(text)
     return " ".join(sorted(stem(t) for t in terms))
+
+
+def rewording_of(query: str, past: str) -> bool:
+    """Whether ``query`` reads as a rewording of ``past`` (for the semantic cache).
+
+    Their numbers must be the same (see :func:`numbers`), and the content
+    stems of one (question words included, as in :func:`query_key`) must all
+    be among the other's. A rewording drops, adds or reorders words ("Ana
+    move" for "When did Ana move?") but does not swap what it asks about
+    ("support group" for "conference", "when" for "where"), however close the
+    two embeddings are.
+    """
+    if numbers(query) != numbers(past):
+        return False
+    asked, known = set(query_key(query).split()), set(query_key(past).split())
+    return asked <= known or known <= asked
