@@ -10,6 +10,10 @@ settings that act at query time.
 
     python benchmarks/tune_learned.py ../shared/data/locomo-dev.json \
         --out benchmarks/results/tune-learned-locomo-dev.json
+    python benchmarks/tune_learned.py --suite team-facts --grid '{"usage_prior_weight": [0.3]}'
+
+A suite's inner split keeps only the facts the benchmark feeds back
+(:func:`suite_inner_split`).
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from tribal_memory.bench.learn import (
     _Rows,
     _summary,
     locomo_stores,
+    suite_stores,
 )
 from tribal_memory.config import Settings
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
@@ -55,9 +60,28 @@ def inner_split(store: BenchStore, seed: int) -> BenchStore:
     return BenchStore(store.owner, store.memories, fed[:half], fed[half:])
 
 
+def suite_inner_split(store: BenchStore, seed: int) -> BenchStore:
+    """A suite store (:func:`suite_stores`) cut down to its fed facts, split again.
+
+    Half of the fed facts keep their feedback (on their first phrasing); the
+    measured questions are their other phrasings and every phrasing of the
+    other half, so both ``new_fed`` and ``new_unfed`` exist without asking a
+    question of the facts the benchmark itself holds out.
+    """
+    fed_facts = [q.gold[0] for q in store.fed]
+    random.Random(f"inner:{seed}:{store.owner}").shuffle(fed_facts)
+    kept = set(fed_facts[: len(fed_facts) // 2])
+    inner = set(fed_facts)
+    fed = [q for q in store.fed if q.gold[0] in kept]
+    new = [q for q in store.new if q.gold[0] in inner]
+    new += [q for q in store.fed if q.gold[0] in inner - kept]
+    return BenchStore(store.owner, store.memories, fed, new)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("path", type=Path)
+    parser.add_argument("path", type=Path, nargs="?", help="LoCoMo-format file")
+    parser.add_argument("--suite", help="a project suite (e.g. team-facts) instead of a file")
     parser.add_argument("--out", type=Path)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--inner-seed", type=int, default=1)
@@ -67,10 +91,17 @@ def main() -> None:
     grid = args.grid or GRID
     points = [dict(zip(grid, values, strict=True)) for values in itertools.product(*grid.values())]
     embedder = FastEmbedEmbedder(Settings().embedding_model)
-    stores = [
-        inner_split(s, args.inner_seed)
-        for s in locomo_stores(args.path, args.seed, args.limit_samples)
-    ]
+    if args.suite:
+        stores = [
+            suite_inner_split(s, args.inner_seed) for s in suite_stores(args.suite, args.seed)
+        ]
+    elif args.path:
+        stores = [
+            inner_split(s, args.inner_seed)
+            for s in locomo_stores(args.path, args.seed, args.limit_samples)
+        ]
+    else:
+        parser.error("give a LoCoMo-format PATH or --suite")
     rows = [_Rows() for _ in points]
     started = time.perf_counter()
     for number, store in enumerate(stores, start=1):
@@ -111,7 +142,7 @@ def main() -> None:
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         report = {
-            "dataset": str(args.path),
+            "dataset": args.suite or str(args.path),
             "protocol": "inner split of the fed half",
             "seed": args.seed,
             "inner_seed": args.inner_seed,
