@@ -193,11 +193,7 @@ class Settings(BaseSettings):
     the query: the boost is scaled by ``(1 - gate) + gate * score`` (its fused score before
     learning, in [0, 1]); 0 lets past use lift a memory whatever the new question asks."""
     usage_prior_weight: float = Field(default=0.3, ge=0.0, le=1.0)
-    """Largest score a retrieved memory gains for having been used before."""
-    usage_prior_similarity: float = Field(default=0.0, ge=0.0, lt=1.0)
-    """0: the usage prior counts past use for any question alike. t > 0: each past question's
-    use counts times ``max(0, (cos - t) / (1 - t))``, cos the similarity of its embedding to
-    the new question's (the past questions act as dense anchors of the memories they used)."""
+    """Largest score a retrieved memory gains for having been used before (any query)."""
     anchor_min_uses: int = Field(default=2, ge=1)
     """Successful uses of a memory for a query before that query becomes its anchor."""
     anchor_weight: float = Field(default=0.6, ge=0.0, le=1.0)

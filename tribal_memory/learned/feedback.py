@@ -21,7 +21,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -70,36 +70,6 @@ def _aware(value: datetime) -> datetime:
     return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
-@dataclass(frozen=True, slots=True)
-class UsagePriors:
-    """One owner's usage priors: ``{memory_id: {past query key: decayed weight in (0, 1]}}``."""
-
-    by_memory: dict[str, dict[str, float]]
-
-    def of(self, memory_id: str, closeness: Callable[[str], float] | None = None) -> float:
-        """The prior of one memory, in [0, 1] (0: never used).
-
-        Args:
-            memory_id: The memory.
-            closeness: None: the sum of the weights every past query gave the
-                memory (query-independent). Else a map of a past query key to
-                a factor in [0, 1] (how close that query is to the new one),
-                each weight counting times its query's factor: a dense anchor,
-                the memory found through the embeddings of the questions it
-                answered (cf. document expansion with queries, Nogueira et al.,
-                "Document Expansion by Query Prediction", 2019).
-
-        Returns:
-            The sum capped at 1.
-        """
-        weights = self.by_memory.get(memory_id)
-        if not weights:
-            return 0.0
-        if closeness is None:
-            return min(1.0, sum(weights.values()))
-        return min(1.0, sum(w * closeness(key) for key, w in weights.items()))
-
-
 class FeedbackTracker:
     """Logs retrieval events and turns usage feedback into bounded query→memory weights.
 
@@ -131,7 +101,7 @@ class FeedbackTracker:
         self.min_similarity = min_similarity
         self.max_boost = max_boost
         self.max_penalty = max_penalty
-        self._priors: dict[str, tuple[int, float, UsagePriors]] = {}
+        self._priors: dict[str, tuple[int, float, dict[str, float]]] = {}
         """owner -> (cache generation, time.monotonic() when computed, priors)."""
         self._priors_lock = threading.Lock()
         self._weights = RowsByKey(self._read_weights)
@@ -266,13 +236,14 @@ class FeedbackTracker:
         age_days = max(0.0, (now - _aware(updated_at)).total_seconds() / 86400.0)
         return float(weight * 0.5 ** (age_days / self.half_life_days))
 
-    def priors(self, owner: str, now: datetime, *, generation: int | None = None) -> UsagePriors:
-        """Usage priors: per memory, the positive decayed weight each past query gave it.
+    def priors(
+        self, owner: str, now: datetime, *, generation: int | None = None
+    ) -> dict[str, float]:
+        """Usage prior per memory: its positive decayed weights over all queries, capped at 1.
 
-        A memory that proved useful for a past question is more likely to
-        answer a new one (a click prior); the caller scales it, may weigh each
-        past query by its similarity to the new one (:meth:`UsagePriors.of`),
-        and applies it only to memories the query already retrieved.
+        A memory that proved useful for any past question is more likely to
+        answer a new one (a query-independent click prior); the caller scales
+        it and applies it only to memories the query already retrieved.
 
         Args:
             owner: Whose weights.
@@ -284,7 +255,7 @@ class FeedbackTracker:
                 None: always read the weights.
 
         Returns:
-            The priors; empty without feedback.
+            ``{memory_id: prior}`` with priors in (0, 1]; {} without feedback.
         """
         if generation is not None:
             with self._priors_lock:
@@ -301,22 +272,19 @@ class FeedbackTracker:
                 self._priors[owner] = (generation, time.monotonic(), computed)
         return computed
 
-    def _read_priors(self, owner: str, now: datetime) -> UsagePriors:
-        by_memory: dict[str, dict[str, float]] = {}
+    def _read_priors(self, owner: str, now: datetime) -> dict[str, float]:
+        totals: dict[str, float] = {}
         with self._db.session() as session:
             rows = session.execute(
                 select(
                     QueryFactWeightRow.memory_id,
-                    QueryFactWeightRow.query_key,
                     QueryFactWeightRow.weight,
                     QueryFactWeightRow.updated_at,
                 ).where(QueryFactWeightRow.owner == owner, QueryFactWeightRow.weight > 0)
             ).all()
-        for memory_id, key, weight, updated_at in rows:
-            value = self.decayed(weight, updated_at, now)
-            if value > 0:
-                by_memory.setdefault(memory_id, {})[key] = value
-        return UsagePriors(by_memory)
+        for memory_id, weight, updated_at in rows:
+            totals[memory_id] = totals.get(memory_id, 0.0) + self.decayed(weight, updated_at, now)
+        return {m: min(1.0, t) for m, t in totals.items() if t > 0}
 
     def boosts(
         self,

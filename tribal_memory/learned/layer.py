@@ -55,8 +55,8 @@ from tribal_memory.learned.expander import (
     LlmVariants,
     rule_variants,
 )
-from tribal_memory.learned.feedback import FeedbackTracker, UsagePriors
-from tribal_memory.learned.query_cache import CacheEntry, PastQueries, PastQuery, QueryCache
+from tribal_memory.learned.feedback import FeedbackTracker
+from tribal_memory.learned.query_cache import CacheEntry, PastQuery, QueryCache
 from tribal_memory.learned.text import content_terms, query_key, rewording_of, stem
 from tribal_memory.models import (
     SHARED_OWNER,
@@ -374,16 +374,16 @@ class Retriever:
             else []
         )
         learned: dict[str, _Learned] = {}
-        priors: list[tuple[UsagePriors, PastQueries]] = []
+        priors: list[dict[str, float]] = []
         if has_past or use_anchors or team_past is not None:
             learned = self._feedback_parts(
-                parts, scope, past, similar, anchored, priors, cache_generation
+                parts, scope, has_past, similar, anchored, priors, cache_generation
             )
             if team_past is not None:
-                self._add_team(learned, priors, team_past, team_similar, team_generation)
+                self._add_team(learned, priors, team_similar, team_generation)
         candidates = self._plain(searching, text_part, mode)
         self._add_expansion(learned, expanding, mode)
-        self._add_priors(learned, priors, candidates, vector)
+        _add_priors(learned, priors, candidates)
         hits = self._rank(candidates, learned, vector, filters, mode, k, min_score)
         took_ms = (time.perf_counter() - started) * 1000
         return SearchResult(tuple(hits), mode, fallback, took_ms, variant=variant)
@@ -413,8 +413,7 @@ class Retriever:
     def _add_team(
         self,
         learned: dict[str, _Learned],
-        priors: list[tuple[UsagePriors, PastQueries]],
-        past: PastQueries,
+        priors: list[dict[str, float]],
         similar: Sequence[PastQuery],
         generation: int | None,
     ) -> None:
@@ -432,7 +431,7 @@ class Retriever:
             entry = learned.setdefault(memory_id, _Learned())
             entry.boost = boost if entry.boost == 0.0 else max(entry.boost, boost)
         if self.settings.usage_prior_weight > 0:
-            priors.append((self.feedback.priors(TEAM, now, generation=generation), past))
+            priors.append(self.feedback.priors(TEAM, now, generation=generation))
 
     def _cached(
         self,
@@ -518,10 +517,10 @@ class Retriever:
         self,
         parts: LearnedParts,
         scope: str,
-        past: PastQueries | None,
+        has_past: bool,
         similar: Sequence[PastQuery],
         anchored: list[AnchorMatch],
-        priors: list[tuple[UsagePriors, PastQueries]],
+        priors: list[dict[str, float]],
         generation: int | None,
     ) -> dict[str, _Learned]:
         """What anchors and feedback add per memory id; the usage priors go to ``priors``.
@@ -530,19 +529,18 @@ class Retriever:
         lower of the semantic-cache and feedback thresholds, best first.
         ``anchored``: the query's anchor matches (already capped to the pool).
         ``generation``: the change counter of ``scope``'s cache entries (None: unknown).
-        ``past``: ``scope``'s past queries (None or empty: no feedback yet).
         """
         learned: dict[str, _Learned] = {}
         for match in anchored:
             learned.setdefault(match.memory_id, _Learned()).anchor = match.score
-        if parts.feedback and past is not None and past.keys:
+        if parts.feedback and has_past:
             now = utcnow()
             for memory_id, boost in self.feedback.boosts(
                 scope, similar, now, generation=generation
             ).items():
                 learned.setdefault(memory_id, _Learned()).boost = boost
             if self.settings.usage_prior_weight > 0:
-                priors.append((self.feedback.priors(scope, now, generation=generation), past))
+                priors.append(self.feedback.priors(scope, now, generation=generation))
         return learned
 
     def _add_expansion(
@@ -568,37 +566,6 @@ class Retriever:
                 entry = learned.setdefault(memory_id, _Learned())
                 if value > entry.expansion:
                     entry.expansion, entry.expanded_from = value, variant
-
-    def _add_priors(
-        self,
-        learned: dict[str, _Learned],
-        priors: Sequence[tuple[UsagePriors, PastQueries]],
-        candidates: Sequence[Candidate],
-        vector: Vector | None,
-    ) -> None:
-        """Set each candidate's usage prior in ``learned``: the largest of ``priors``.
-
-        Only the pool's memories get one (a prior reorders what the query
-        retrieved itself), so a search reads a few hundred of the priors, not
-        all. With ``usage_prior_similarity`` t > 0 (and a query vector), each
-        past query's weight counts times ``max(0, (cos - t) / (1 - t))``, cos
-        its similarity to this query (:meth:`PastQueries.closeness`).
-        """
-        if not priors:
-            return
-        threshold = self.settings.usage_prior_similarity
-        sources = [
-            (
-                usage,
-                past.closeness(vector, threshold) if threshold > 0 and vector is not None else None,
-            )
-            for usage, past in priors
-        ]
-        for candidate in candidates:
-            memory_id = candidate.memory.memory_id
-            prior = max(usage.of(memory_id, closeness) for usage, closeness in sources)
-            if prior > 0:
-                learned.setdefault(memory_id, _Learned()).prior = prior
 
     def _rank(
         self,
@@ -683,6 +650,25 @@ class Retriever:
         if mode == "text":
             return 0.0
         return self.settings.vector_weight if self.settings.fusion == "weighted" else 0.5
+
+
+def _add_priors(
+    learned: dict[str, _Learned],
+    priors: Sequence[dict[str, float]],
+    candidates: Sequence[Candidate],
+) -> None:
+    """Set each candidate's usage prior in ``learned``: the largest in ``priors``.
+
+    Only the pool's memories get one (a prior reorders what the query
+    retrieved itself), so a search reads a few hundred of the priors, not all.
+    """
+    if not priors:
+        return
+    for candidate in candidates:
+        memory_id = candidate.memory.memory_id
+        prior = max(p.get(memory_id, 0.0) for p in priors)
+        if prior > 0:
+            learned.setdefault(memory_id, _Learned()).prior = prior
 
 
 def _gained(

@@ -87,33 +87,11 @@ class PastQueries:
     matrix: np.ndarray  # (n, dim), rows unit length
     eligible_keys: frozenset[str]
     """Keys of every eligible entry (with an embedding or not): the exact-key hits."""
-    positions: dict[str, int]
-    """Key -> its row in ``matrix``."""
 
     @property
     def empty(self) -> bool:
         """True when no entry has an embedding and none is eligible (nothing to look up)."""
         return not self.keys and not self.eligible_keys
-
-    def closeness(self, vector: Vector, min_similarity: float) -> Callable[[str], float]:
-        """A map of a past query key to how close that query is to ``vector``, in [0, 1].
-
-        ``max(0, (cos - t) / (1 - t))`` with ``t = min_similarity``: 0 at or
-        under the threshold, 1 for the same direction. A key without an
-        embedding (or an embedding of another dimension) maps to 0.
-        """
-        query = np.asarray(vector, dtype=np.float32)
-        if not self.keys or self.matrix.shape[1] != query.shape[0]:
-            return lambda key: 0.0
-        query = query / max(float(np.linalg.norm(query)), 1e-12)
-        scaled = np.clip((self.matrix @ query - min_similarity) / (1.0 - min_similarity), 0.0, 1.0)
-        positions = self.positions
-
-        def of(key: str) -> float:
-            row = positions.get(key)
-            return float(scaled[row]) if row is not None else 0.0
-
-        return of
 
     def similar(self, vector: Vector, *, min_similarity: float, limit: int = 20) -> list[PastQuery]:
         """Past queries with cosine similarity >= ``min_similarity`` to ``vector``, best first.
@@ -221,7 +199,6 @@ class QueryCache:
             frozenset(
                 r.query_key for r in rows if self._eligible(r.success_count, r.failure_count)
             ),
-            {r.query_key: row for row, r in enumerate(embedded)},
         )
         with self._lock:
             self._indexes[owner] = index
