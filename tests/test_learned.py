@@ -542,13 +542,39 @@ def test_usage_priors_are_reused_only_while_the_generation_holds(learned_db: Dat
         max_penalty=0.05,
     )
     owner, now = str(uuid.uuid4()), datetime(2024, 1, 1, tzinfo=UTC)
+    pool = ["m1", "m2", "m3"]
     tracker.reinforce(owner, "key a", ["m1"], [], now)
-    first = tracker.priors(owner, now, generation=7)
+    assert set(tracker.priors(owner, now, pool, generation=7)) == {"m1"}  # read for the pool
+    first = tracker.priors(owner, now, pool, generation=7)  # seen twice: all read and kept
     assert set(first) == {"m1"}
     tracker.reinforce(owner, "key b", ["m2"], [], now)
-    assert tracker.priors(owner, now, generation=7) == first  # same generation: reused
-    assert set(tracker.priors(owner, now, generation=8)) == {"m1", "m2"}
-    assert set(tracker.priors(owner, now)) == {"m1", "m2"}  # no generation: always read
+    assert tracker.priors(owner, now, pool, generation=7) == first  # same generation: reused
+    assert set(tracker.priors(owner, now, pool, generation=8)) == {"m1", "m2"}
+    assert set(tracker.priors(owner, now, pool)) == {"m1", "m2"}  # no generation: always read
+    assert set(tracker.priors(owner, now, ["m2", "m3"])) == {"m2"}  # only what is asked
+    assert tracker.priors(owner, now, [], generation=9) == {}
+
+
+def test_usage_priors_read_for_the_pool_equal_those_of_the_whole_table(
+    learned_db: Database,
+) -> None:
+    tracker = FeedbackTracker(
+        learned_db,
+        learning_rate=0.5,
+        penalty_rate=0.1,
+        half_life_days=30.0,
+        min_similarity=0.7,
+        max_boost=0.3,
+        max_penalty=0.05,
+    )
+    owner, now = str(uuid.uuid4()), datetime(2024, 1, 1, tzinfo=UTC)
+    for i in range(30):
+        tracker.reinforce(owner, f"key {i}", [f"m{i % 7}"], [f"m{(i + 1) % 7}"], now)
+    pool = [f"m{i}" for i in range(10)]
+    after_change = tracker.priors(owner, now, pool, generation=1)
+    whole = tracker.priors(owner, now, pool, generation=1)
+    assert after_change == whole
+    assert after_change and all(0 < p <= 1 for p in after_change.values())
 
 
 FACT_WORDS = sorted({w for text in FACTS.values() for w in tokens(text)})

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from datetime import UTC
 from typing import Literal
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, or_, select
 
 from tribal_memory.db import Database, read_generation
 from tribal_memory.errors import InvalidInput
@@ -44,6 +44,9 @@ from tribal_memory.tables import FactAnchorRow
 AnchorSource = Literal["manual", "learned", "llm"]
 MAX_ANCHOR_CHARS = 1024
 
+
+STEMS_MEMO_SLACK = 10_000
+"""Stemmed anchor texts kept beyond four per active anchor before the memo is cleared."""
 
 GENERATION = "fact_anchors"
 """The change counter of all anchors (:func:`tribal_memory.db.read_generation`)."""
@@ -62,6 +65,15 @@ class _OwnerAnchors:
     memory_ids: list[str]  # one per active anchor
     stems: list[frozenset[str]]
     df: Counter[str]
+    postings: dict[str, list[int]]  # stem -> positions (in memory_ids) of the anchors holding it
+
+    def add(self, memory_id: str, stems: frozenset[str]) -> None:
+        position = len(self.memory_ids)
+        self.memory_ids.append(memory_id)
+        self.stems.append(stems)
+        self.df.update(stems)
+        for term in stems:
+            self.postings.setdefault(term, []).append(position)
 
 
 @dataclass(slots=True)
@@ -112,6 +124,9 @@ class AnchorIndex:
         self.min_match = min_match
         self._corpus: _Corpus | None = None
         self._lock = threading.Lock()
+        self._stems_memo: dict[str, frozenset[str]] = {}
+        """Anchor text -> its stems, kept across reloads (one reload per anchor change)."""
+        self._memo_lock = threading.Lock()
 
     def _active(self, row: FactAnchorRow) -> bool:
         return row.source != "learned" or row.uses >= self.min_uses
@@ -250,16 +265,29 @@ class AnchorIndex:
                 generation = read_generation(session, GENERATION)
                 if corpus is not None and corpus.generation == generation:
                     return corpus
-            rows = session.scalars(select(FactAnchorRow)).all()
-            by_owner: dict[str, _OwnerAnchors] = {}
-            for row in rows:
-                if not self._active(row):
-                    continue
-                anchors = by_owner.setdefault(row.owner, _OwnerAnchors([], [], Counter()))
-                stems = frozenset(_stems(row.anchor_text))
-                anchors.memory_ids.append(row.memory_id)
-                anchors.stems.append(stems)
-                anchors.df.update(stems)
+            # Plain columns of the active anchors only: this runs after every
+            # feedback that touches an anchor, so it must not build ORM objects.
+            rows = session.execute(
+                select(
+                    FactAnchorRow.owner, FactAnchorRow.memory_id, FactAnchorRow.anchor_text
+                ).where(
+                    or_(
+                        FactAnchorRow.source != "learned",
+                        FactAnchorRow.uses >= self.min_uses,
+                    )
+                )
+            ).all()
+        by_owner: dict[str, _OwnerAnchors] = {}
+        with self._memo_lock:
+            stems_of = self._stems_memo
+            if len(stems_of) > 4 * len(rows) + STEMS_MEMO_SLACK:
+                stems_of.clear()  # texts of removed anchors pile up otherwise
+            for owner, memory_id, text in rows:
+                stems = stems_of.get(text)
+                if stems is None:
+                    stems = stems_of[text] = frozenset(_stems(text))
+                anchors = by_owner.setdefault(owner, _OwnerAnchors([], [], Counter(), {}))
+                anchors.add(memory_id, stems)
         corpus = _Corpus(generation, by_owner)
         with self._lock:
             self._corpus = corpus
@@ -304,10 +332,11 @@ class AnchorIndex:
             return []
         best: dict[str, float] = {}
         for anchors in groups:
-            for memory_id, stems in zip(anchors.memory_ids, anchors.stems, strict=True):
-                shared = terms & stems
-                if not shared:
-                    continue
+            # Only anchors that hold a query term can match: visit those (postings).
+            positions = {p for t in terms for p in anchors.postings.get(t, ())}
+            for position in positions:
+                memory_id = anchors.memory_ids[position]
+                shared = terms & anchors.stems[position]
                 match = sum(idf[t] for t in shared) / total
                 if match >= self.min_match and match > best.get(memory_id, 0.0):
                     best[memory_id] = match

@@ -21,7 +21,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -103,6 +103,8 @@ class FeedbackTracker:
         self.max_penalty = max_penalty
         self._priors: dict[str, tuple[int, float, dict[str, float]]] = {}
         """owner -> (cache generation, time.monotonic() when computed, priors)."""
+        self._priors_seen: dict[str, int] = {}
+        """owner -> the generation the last :meth:`priors` call saw."""
         self._priors_lock = threading.Lock()
         self._weights = RowsByKey(self._read_weights)
 
@@ -237,51 +239,76 @@ class FeedbackTracker:
         return float(weight * 0.5 ** (age_days / self.half_life_days))
 
     def priors(
-        self, owner: str, now: datetime, *, generation: int | None = None
+        self,
+        owner: str,
+        now: datetime,
+        memory_ids: Collection[str],
+        *,
+        generation: int | None = None,
     ) -> dict[str, float]:
-        """Usage prior per memory: its positive decayed weights over all queries, capped at 1.
+        """Usage prior of each of ``memory_ids``: its positive decayed weights over all queries.
 
         A memory that proved useful for any past question is more likely to
         answer a new one (a query-independent click prior); the caller scales
         it and applies it only to memories the query already retrieved.
 
+        Reading every weight of an owner costs tens of ms once thousands of
+        (query, memory) pairs exist, and each feedback changes them. So the
+        first search after a change reads the weights of ``memory_ids`` only
+        (one indexed SQL query); once a second search finds the same
+        generation (feedback has paused), all of the owner's priors are read
+        and reused while the generation holds.
+
         Args:
             owner: Whose weights.
             now: The time the weights decay to.
+            memory_ids: The memories whose priors are wanted (a search's pool).
             generation: The change counter of ``owner``'s query-cache entries,
                 which every feedback and every deletion of a used memory
                 changes: while it is the same, the priors computed for it are
                 reused (for at most ``PRIOR_REUSE_S``, as they decay slowly).
-                None: always read the weights.
+                None: always read the weights of ``memory_ids``.
 
         Returns:
-            ``{memory_id: prior}`` with priors in (0, 1]; {} without feedback.
+            ``{memory_id: prior}`` for those of ``memory_ids`` with a prior, in
+            (0, 1]; {} without feedback.
         """
-        if generation is not None:
-            with self._priors_lock:
-                known = self._priors.get(owner)
-            if (
-                known is not None
-                and known[0] == generation
-                and time.monotonic() - known[1] < PRIOR_REUSE_S
-            ):
-                return known[2]
+        if generation is None:
+            return self._read_priors(owner, now, memory_ids)
+        with self._priors_lock:
+            known = self._priors.get(owner)
+            seen_once = self._priors_seen.get(owner) == generation
+            self._priors_seen[owner] = generation
+        if (
+            known is not None
+            and known[0] == generation
+            and time.monotonic() - known[1] < PRIOR_REUSE_S
+        ):
+            return {m: known[2][m] for m in memory_ids if m in known[2]}
+        if not seen_once:  # feedback may still be flowing: read only what is asked
+            return self._read_priors(owner, now, memory_ids)
         computed = self._read_priors(owner, now)
-        if generation is not None:
-            with self._priors_lock:
-                self._priors[owner] = (generation, time.monotonic(), computed)
-        return computed
+        with self._priors_lock:
+            self._priors[owner] = (generation, time.monotonic(), computed)
+        return {m: computed[m] for m in memory_ids if m in computed}
 
-    def _read_priors(self, owner: str, now: datetime) -> dict[str, float]:
+    def _read_priors(
+        self, owner: str, now: datetime, memory_ids: Collection[str] | None = None
+    ) -> dict[str, float]:
+        """Priors of ``memory_ids`` (None: of every memory ``owner`` has weights for)."""
         totals: dict[str, float] = {}
+        wanted = list(memory_ids) if memory_ids is not None else None
+        if wanted is not None and not wanted:
+            return {}
+        query = select(
+            QueryFactWeightRow.memory_id,
+            QueryFactWeightRow.weight,
+            QueryFactWeightRow.updated_at,
+        ).where(QueryFactWeightRow.owner == owner, QueryFactWeightRow.weight > 0)
+        if wanted is not None:
+            query = query.where(QueryFactWeightRow.memory_id.in_(wanted))
         with self._db.session() as session:
-            rows = session.execute(
-                select(
-                    QueryFactWeightRow.memory_id,
-                    QueryFactWeightRow.weight,
-                    QueryFactWeightRow.updated_at,
-                ).where(QueryFactWeightRow.owner == owner, QueryFactWeightRow.weight > 0)
-            ).all()
+            rows = session.execute(query).all()
         for memory_id, weight, updated_at in rows:
             totals[memory_id] = totals.get(memory_id, 0.0) + self.decayed(weight, updated_at, now)
         return {m: min(1.0, t) for m, t in totals.items() if t > 0}

@@ -374,7 +374,7 @@ class Retriever:
             else []
         )
         learned: dict[str, _Learned] = {}
-        priors: list[dict[str, float]] = []
+        priors: list[tuple[str, int | None]] = []
         if has_past or use_anchors or team_past is not None:
             learned = self._feedback_parts(
                 parts, scope, has_past, similar, anchored, priors, cache_generation
@@ -383,7 +383,7 @@ class Retriever:
                 self._add_team(learned, priors, team_similar, team_generation)
         candidates = self._plain(searching, text_part, mode)
         self._add_expansion(learned, expanding, mode)
-        _add_priors(learned, priors, candidates)
+        self._add_priors(learned, priors, candidates)
         hits = self._rank(candidates, learned, vector, filters, mode, k, min_score)
         took_ms = (time.perf_counter() - started) * 1000
         return SearchResult(tuple(hits), mode, fallback, took_ms, variant=variant)
@@ -413,11 +413,11 @@ class Retriever:
     def _add_team(
         self,
         learned: dict[str, _Learned],
-        priors: list[dict[str, float]],
+        priors: list[tuple[str, int | None]],
         similar: Sequence[PastQuery],
         generation: int | None,
     ) -> None:
-        """Add the team's boosts to ``learned`` and its usage priors to ``priors``.
+        """Add the team's boosts to ``learned`` and its usage priors' source to ``priors``.
 
         Both hold signals on shared memories only. Where the owner has a
         signal of its own on the memory, the larger of the two counts: the
@@ -431,7 +431,7 @@ class Retriever:
             entry = learned.setdefault(memory_id, _Learned())
             entry.boost = boost if entry.boost == 0.0 else max(entry.boost, boost)
         if self.settings.usage_prior_weight > 0:
-            priors.append(self.feedback.priors(TEAM, now, generation=generation))
+            priors.append((TEAM, generation))
 
     def _cached(
         self,
@@ -520,10 +520,11 @@ class Retriever:
         has_past: bool,
         similar: Sequence[PastQuery],
         anchored: list[AnchorMatch],
-        priors: list[dict[str, float]],
+        priors: list[tuple[str, int | None]],
         generation: int | None,
     ) -> dict[str, _Learned]:
-        """What anchors and feedback add per memory id; the usage priors go to ``priors``.
+        """What anchors and feedback add per memory id; ``(owner, generation)`` of the
+        usage priors to read go to ``priors``.
 
         ``similar``: past queries of ``scope`` at least as similar as the
         lower of the semantic-cache and feedback thresholds, best first.
@@ -540,7 +541,7 @@ class Retriever:
             ).items():
                 learned.setdefault(memory_id, _Learned()).boost = boost
             if self.settings.usage_prior_weight > 0:
-                priors.append(self.feedback.priors(scope, now, generation=generation))
+                priors.append((scope, generation))
         return learned
 
     def _add_expansion(
@@ -566,6 +567,28 @@ class Retriever:
                 entry = learned.setdefault(memory_id, _Learned())
                 if value > entry.expansion:
                     entry.expansion, entry.expanded_from = value, variant
+
+    def _add_priors(
+        self,
+        learned: dict[str, _Learned],
+        priors: Sequence[tuple[str, int | None]],
+        candidates: Sequence[Candidate],
+    ) -> None:
+        """Set each candidate's usage prior in ``learned``: the largest of the owners' priors.
+
+        ``priors``: ``(owner, cache generation)`` whose priors count. Only the
+        pool's memories get one (a prior reorders what the query retrieved
+        itself), so only theirs are read.
+        """
+        if not priors:
+            return
+        ids = [c.memory.memory_id for c in candidates]
+        now = utcnow()
+        found = [self.feedback.priors(o, now, ids, generation=g) for o, g in priors]
+        for memory_id in ids:
+            prior = max(p.get(memory_id, 0.0) for p in found)
+            if prior > 0:
+                learned.setdefault(memory_id, _Learned()).prior = prior
 
     def _rank(
         self,
@@ -650,25 +673,6 @@ class Retriever:
         if mode == "text":
             return 0.0
         return self.settings.vector_weight if self.settings.fusion == "weighted" else 0.5
-
-
-def _add_priors(
-    learned: dict[str, _Learned],
-    priors: Sequence[dict[str, float]],
-    candidates: Sequence[Candidate],
-) -> None:
-    """Set each candidate's usage prior in ``learned``: the largest in ``priors``.
-
-    Only the pool's memories get one (a prior reorders what the query
-    retrieved itself), so a search reads a few hundred of the priors, not all.
-    """
-    if not priors:
-        return
-    for candidate in candidates:
-        memory_id = candidate.memory.memory_id
-        prior = max(p.get(memory_id, 0.0) for p in priors)
-        if prior > 0:
-            learned.setdefault(memory_id, _Learned()).prior = prior
 
 
 def _gained(
