@@ -36,6 +36,7 @@ SIZE_KEYS = (
     "rss_peak_mb",
     "after_feedback_search_p50_ms",
     "after_feedback_learned_p50_ms",
+    "after_feedback_interleaved_p50_ms",
     "after_feedback_fragments",
 )
 

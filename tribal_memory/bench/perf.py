@@ -250,7 +250,9 @@ def _after_feedback(
         ``_p95_ms`` (plain hybrid, ``learned: []``),
         ``after_feedback_learned_p50_ms`` / ``_p95_ms`` (the default learned
         variant; ``after_feedback_learned_cache_hit_rate``: the share of those
-        answered from the cache), ``after_feedback_fragments``, ``_small_fragments``,
+        answered from the cache), ``after_feedback_interleaved_p50_ms`` /
+        ``_p95_ms`` (each search right after a feedback: :func:`_interleaved`),
+        ``after_feedback_fragments``, ``_small_fragments``,
         ``_unindexed_rows``, ``_versions``.
     """
     rounds = 3
@@ -288,7 +290,43 @@ def _after_feedback(
     # Never fed back themselves, a few may still hit the cache through a fed question
     # within the semantic threshold that names the same numbers.
     figures["after_feedback_learned_cache_hit_rate"] = round(hits / samples, 4)
+    figures.update(_interleaved(client, facts, timed, samples))
     return figures
+
+
+def _interleaved(
+    client: httpx.Client, facts: Sequence[Fact], questions_: Sequence[str], samples: int
+) -> dict[str, float]:
+    """Time searches that each follow a feedback, as an agent's search -> use -> report loop.
+
+    Every feedback changes the learned tables, so the search after it cannot
+    reuse the learned indexes the previous one built; this is what an agent
+    that reports after each answer meets. The first 10 are untimed.
+
+    Returns:
+        ``after_feedback_interleaved_p50_ms`` / ``_p95_ms``: the searches (with
+        ``feedback: true``, default learned variant), not the feedback calls.
+    """
+    answers: dict[str, set[str]] = {}
+    for fact in facts:
+        answers.setdefault(fact.question, set()).add(fact.content)
+    n = max(20, min(samples, 100))
+    times: list[float] = []
+    for i in range(n + 10):
+        query = questions_[i % len(questions_)]
+        started = time.perf_counter()
+        response = client.post("/v1/search", json={"query": query, "k": SEARCH_K, "feedback": True})
+        elapsed = (time.perf_counter() - started) * 1000
+        _check(response, "search with feedback")
+        body = response.json()
+        if i >= 10:
+            times.append(elapsed)
+        gold = answers.get(query, set())
+        used = [h["memory_id"] for h in body["hits"] if h["content"] in gold]
+        feedback = {"retrieval_id": body["retrieval_id"], "used_ids": used}
+        _check(client.post("/v1/feedback", json=feedback), "feedback")
+    p50, p95 = _stats(times)
+    return {"after_feedback_interleaved_p50_ms": p50, "after_feedback_interleaved_p95_ms": p95}
 
 
 def _stats(times: Sequence[float]) -> tuple[float, float]:

@@ -189,6 +189,7 @@ _PERF_COLUMNS = (
     ("cache_hit_p50_ms", "cache p50"),
     ("after_feedback_search_p50_ms", "fed p50"),
     ("after_feedback_learned_p50_ms", "fed learned p50"),
+    ("after_feedback_interleaved_p50_ms", "after each feedback p50"),
     ("query_embed_p50_ms", "embed ms"),
     ("baseline_search_p50_ms", "plain p50"),
     ("capture_per_s", "capture/s"),
