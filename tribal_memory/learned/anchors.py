@@ -64,14 +64,13 @@ class AnchorMatch:
 class _OwnerAnchors:
     memory_ids: list[str]  # one per active anchor
     stems: list[frozenset[str]]
-    df: Counter[str]
     postings: dict[str, list[int]]  # stem -> positions (in memory_ids) of the anchors holding it
+    # (a stem's document frequency is the length of its postings list)
 
     def add(self, memory_id: str, stems: frozenset[str]) -> None:
         position = len(self.memory_ids)
         self.memory_ids.append(memory_id)
         self.stems.append(stems)
-        self.df.update(stems)
         for term in stems:
             self.postings.setdefault(term, []).append(position)
 
@@ -286,7 +285,7 @@ class AnchorIndex:
                 stems = stems_of.get(text)
                 if stems is None:
                     stems = stems_of[text] = frozenset(_stems(text))
-                anchors = by_owner.setdefault(owner, _OwnerAnchors([], [], Counter(), {}))
+                anchors = by_owner.setdefault(owner, _OwnerAnchors([], [], {}))
                 anchors.add(memory_id, stems)
         corpus = _Corpus(generation, by_owner)
         with self._lock:
@@ -325,7 +324,7 @@ class AnchorIndex:
             return []
         df: Counter[str] = Counter()
         for anchors in groups:
-            df.update({t: anchors.df[t] for t in terms if t in anchors.df})
+            df.update({t: len(anchors.postings[t]) for t in terms if t in anchors.postings})
         idf = {t: math.log((n + 1) / max(df.get(t, 0), 1)) for t in terms}
         total = sum(idf.values())
         if total <= 0:

@@ -182,23 +182,34 @@ class QueryCache:
                     QueryCacheRow.query_vector,
                 ).where(QueryCacheRow.owner == owner)
             ).all()
-        embedded = [r for r in rows if r.query_vector is not None]
-        if embedded:
-            matrix = np.stack([np.frombuffer(r.query_vector, dtype=np.float32) for r in embedded])
+        # Runs after every feedback: one pass over the rows, one buffer for all vectors.
+        minimum, rate = self._min_successes, self._min_rate
+        keys: list[str] = []
+        texts: list[str] = []
+        flags: list[bool] = []
+        blobs: list[bytes] = []
+        eligible_keys: set[str] = set()
+        for key, text, success, failure, blob in rows:
+            ok = eligible(success, failure, minimum, rate)
+            if ok:
+                eligible_keys.add(key)
+            if blob is not None:
+                keys.append(key)
+                texts.append(text)
+                flags.append(ok)
+                blobs.append(blob)
+        if blobs:  # every vector has the store's dimension (the model is checked on open)
+            matrix = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), -1)
             matrix = matrix / np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
         else:
             matrix = np.zeros((0, 0), dtype=np.float32)
         index = PastQueries(
             generation,
-            [r.query_key for r in embedded],
-            [r.query_text for r in embedded],
-            np.array(
-                [self._eligible(r.success_count, r.failure_count) for r in embedded], dtype=bool
-            ),
+            keys,
+            texts,
+            np.array(flags, dtype=bool),
             matrix,
-            frozenset(
-                r.query_key for r in rows if self._eligible(r.success_count, r.failure_count)
-            ),
+            frozenset(eligible_keys),
         )
         with self._lock:
             self._indexes[owner] = index
