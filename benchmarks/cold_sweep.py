@@ -3,8 +3,10 @@
 Usage: ``python benchmarks/cold_sweep.py [PATH] [--out FILE] [--grid JSON]``
 
 Each conversation is ingested once into a real store. Per question it caches
-the cosine of every turn (two embeddings of each turn: the content as stored,
-and the turn with the previous turn of its session as context) and the
+the cosine of every turn under each embedding the grid names (:data:`TURN_TEXTS`:
+the content as stored, without its date prefix, with the previous turn or both
+adjacent turns of its session as context) and each query text it names
+(:data:`QUERY_TEXTS`: the question, or its content words only), and the
 server's BM25 (LanceDB full-text search) top 200, then re-ranks those under
 every setting of the grid the way :mod:`tribal_memory.retrieval` does:
 normalisation (``max``: clipped cosine and BM25 over the best; ``min-max``),
@@ -22,7 +24,9 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import re
 import tempfile
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,12 +37,44 @@ from tribal_memory.bench.metrics import recall_at
 from tribal_memory.config import Settings
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
 from tribal_memory.ingest.locomo import load_locomo
-from tribal_memory.models import SearchFilters
+from tribal_memory.learned.text import content_terms
+from tribal_memory.models import MemoryInput, SearchFilters
 from tribal_memory.service import MemoryService
 
 DEFAULT_DATA = Path(__file__).resolve().parent.parent.parent / "shared/data/locomo-dev.json"
+_DATE_PREFIX = re.compile(r"^\[[^\]]*\]\s*")
+
+
+def _undated(memory: MemoryInput) -> str:
+    return _DATE_PREFIX.sub("", memory.content)
+
+
+def _joined(
+    memories: Sequence[MemoryInput], index: int, around: Sequence[int], text: Callable[..., str]
+) -> str:
+    return "\n".join(text(memories[i]) for i in (*around, index) if i >= 0)
+
+
+TurnText = Callable[[Sequence[MemoryInput], int, int, int], str]
+TURN_TEXTS: dict[str, TurnText] = {
+    "content": lambda m, i, before, after: m[i].content,
+    "undated": lambda m, i, before, after: _undated(m[i]),
+    "with_previous_turn": lambda m, i, before, after: _joined(m, i, [before], lambda x: x.content),
+    "undated_with_previous_turn": lambda m, i, before, after: _joined(m, i, [before], _undated),
+    "undated_with_adjacent_turns": lambda m, i, before, after: _joined(
+        m, i, [before, after], _undated
+    ),
+}
+"""What a turn's embedding is computed from: (turns, index, previous, next) -> text (-1: none)."""
+QUERY_TEXTS: dict[str, Callable[[str], str]] = {
+    "question": lambda q: q,
+    "content_words": lambda q: " ".join(content_terms(q)) or q,
+}
+"""What the query embedding is computed from."""
+
 GRID = {
     "embedding": ("content", "with_previous_turn"),
+    "query": ("question",),
     "normalisation": ("max", "min-max"),
     "vector_weight": (0.3, 0.4, 0.5, 0.6),
     "pool": (50, 100, 150),
@@ -46,8 +82,12 @@ GRID = {
 }
 
 
-def collect(path: Path) -> list[dict[str, Any]]:
-    """Per conversation: turn ids, previous/next turn indexes and per-question scores."""
+def collect(path: Path, embeddings: Sequence[str], queries: Sequence[str]) -> list[dict[str, Any]]:
+    """Per conversation: turn ids, previous/next turn indexes and per-question scores.
+
+    ``embeddings`` names :data:`TURN_TEXTS`, ``queries`` :data:`QUERY_TEXTS`;
+    the cosines are kept per ``"embedding|query"`` pair.
+    """
     model = FastEmbedEmbedder()
     conversations = []
     for sample in load_locomo(path):
@@ -61,16 +101,20 @@ def collect(path: Path) -> list[dict[str, Any]]:
             i + 1 if i + 1 < len(memories) and memories[i + 1].doc_id == m.doc_id else -1
             for i, m in enumerate(memories)
         ]
-        with_previous = [
-            f"{memories[p].content}\n{m.content}" if p >= 0 else m.content
-            for m, p in zip(memories, previous, strict=True)
-        ]
         vectors = {
-            "content": model.embed_batch([m.content for m in memories]),
-            "with_previous_turn": model.embed_batch(with_previous),
+            name: model.embed_batch(
+                [
+                    TURN_TEXTS[name](memories, i, previous[i], following[i])
+                    for i in range(len(memories))
+                ]
+            )
+            for name in embeddings
         }
         questions = [q for q in sample.questions if q.category in CATEGORIES and q.evidence]
-        query_vectors = model.embed_batch([q.question for q in questions], query=True)
+        query_vectors = {
+            name: model.embed_batch([QUERY_TEXTS[name](q.question) for q in questions], query=True)
+            for name in queries
+        }
         position = {dia_id: i for i, dia_id in enumerate(ids)}
         bm25 = []
         with (
@@ -91,7 +135,11 @@ def collect(path: Path) -> list[dict[str, Any]]:
                 "ids": np.array(ids),
                 "previous": np.array(previous),
                 "following": np.array(following),
-                "cosine": {name: query_vectors @ v.T for name, v in vectors.items()},
+                "cosine": {
+                    f"{name}|{query}": q @ v.T
+                    for name, v in vectors.items()
+                    for query, q in query_vectors.items()
+                },
                 "bm25": bm25,
                 "questions": questions,
             }
@@ -116,7 +164,7 @@ def _part(scores: np.ndarray, top: np.ndarray, normalisation: str, cosine: bool)
 
 def rank(conversation: dict[str, Any], index: int, setting: dict[str, Any]) -> list[str]:
     """The top 25 turn ids of one question under ``setting``."""
-    cosine = conversation["cosine"][setting["embedding"]][index]
+    cosine = conversation["cosine"][f"{setting['embedding']}|{setting['query']}"][index]
     bm25 = conversation["bm25"][index]
     pool = setting["pool"]
     vector_top = np.argsort(-cosine)[:pool]
@@ -170,7 +218,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     grid = {**GRID, **(args.grid or {})}
-    conversations = collect(args.path)
+    conversations = collect(args.path, grid["embedding"], grid["query"])
     rows = []
     for values in itertools.product(*grid.values()):
         setting = dict(zip(grid, values, strict=True))
