@@ -531,9 +531,9 @@ def test_weights_and_boosts_stay_bounded(
         assert all(-max_penalty <= b <= max_boost for b in boosts.values())
 
 
-def test_usage_priors_are_reused_only_while_the_generation_holds(learned_db: Database) -> None:
-    tracker = FeedbackTracker(
-        learned_db,
+def _prior_tracker(db: Database) -> FeedbackTracker:
+    return FeedbackTracker(
+        db,
         learning_rate=0.5,
         penalty_rate=0.1,
         half_life_days=30.0,
@@ -541,6 +541,10 @@ def test_usage_priors_are_reused_only_while_the_generation_holds(learned_db: Dat
         max_boost=0.3,
         max_penalty=0.05,
     )
+
+
+def test_usage_priors_are_reused_only_while_the_generation_holds(learned_db: Database) -> None:
+    tracker = _prior_tracker(learned_db)
     owner, now = str(uuid.uuid4()), datetime(2024, 1, 1, tzinfo=UTC)
     pool = ["m1", "m2", "m3"]
     tracker.reinforce(owner, "key a", ["m1"], [], now)
@@ -558,15 +562,7 @@ def test_usage_priors_are_reused_only_while_the_generation_holds(learned_db: Dat
 def test_usage_priors_read_for_the_pool_equal_those_of_the_whole_table(
     learned_db: Database,
 ) -> None:
-    tracker = FeedbackTracker(
-        learned_db,
-        learning_rate=0.5,
-        penalty_rate=0.1,
-        half_life_days=30.0,
-        min_similarity=0.7,
-        max_boost=0.3,
-        max_penalty=0.05,
-    )
+    tracker = _prior_tracker(learned_db)
     owner, now = str(uuid.uuid4()), datetime(2024, 1, 1, tzinfo=UTC)
     for i in range(30):
         tracker.reinforce(owner, f"key {i}", [f"m{i % 7}"], [f"m{(i + 1) % 7}"], now)
