@@ -523,8 +523,10 @@ class Retriever:
         priors: list[tuple[str, int | None]],
         generation: int | None,
     ) -> dict[str, _Learned]:
-        """What anchors and feedback add per memory id; ``(owner, generation)`` of the
-        usage priors to read go to ``priors``.
+        """What anchors and feedback add per memory id; the usage priors' source to ``priors``.
+
+        ``priors`` receives ``(owner, cache generation)``: :meth:`_add_priors`
+        reads those priors once the pool is known.
 
         ``similar``: past queries of ``scope`` at least as similar as the
         lower of the semantic-cache and feedback thresholds, best first.
