@@ -209,22 +209,12 @@ def _replay_feedback(
     Returns:
         The number of searches made (``len(fed) * rounds``).
     """
-    answers: dict[str, set[str]] = {}
-    for fact in facts:
-        answers.setdefault(fact.question, set()).add(fact.content)
+    answers = _answers(facts)
     searches = 0
     for _ in range(rounds):
         for query in fed:
-            response = client.post(
-                "/v1/search", json={"query": query, "k": SEARCH_K, "feedback": True}
-            )
-            _check(response, "search with feedback")
-            body = response.json()
+            _search_and_report(client, query, answers)
             searches += 1
-            gold = answers.get(query, set())
-            used = [h["memory_id"] for h in body["hits"] if h["content"] in gold]
-            feedback = {"retrieval_id": body["retrieval_id"], "used_ids": used}
-            _check(client.post("/v1/feedback", json=feedback), "feedback")
     return searches
 
 
@@ -294,6 +284,28 @@ def _after_feedback(
     return figures
 
 
+def _answers(facts: Sequence[Fact]) -> dict[str, set[str]]:
+    """Question -> the contents of the facts that answer it."""
+    answers: dict[str, set[str]] = {}
+    for fact in facts:
+        answers.setdefault(fact.question, set()).add(fact.content)
+    return answers
+
+
+def _search_and_report(client: httpx.Client, query: str, answers: dict[str, set[str]]) -> float:
+    """One search with feedback, then feedback on the hits that answer it; the search's ms."""
+    started = time.perf_counter()
+    response = client.post("/v1/search", json={"query": query, "k": SEARCH_K, "feedback": True})
+    elapsed = (time.perf_counter() - started) * 1000
+    _check(response, "search with feedback")
+    body = response.json()
+    gold = answers.get(query, set())
+    used = [h["memory_id"] for h in body["hits"] if h["content"] in gold]
+    feedback = {"retrieval_id": body["retrieval_id"], "used_ids": used}
+    _check(client.post("/v1/feedback", json=feedback), "feedback")
+    return elapsed
+
+
 def _interleaved(
     client: httpx.Client, facts: Sequence[Fact], questions_: Sequence[str], samples: int
 ) -> dict[str, float]:
@@ -307,24 +319,12 @@ def _interleaved(
         ``after_feedback_interleaved_p50_ms`` / ``_p95_ms``: the searches (with
         ``feedback: true``, default learned variant), not the feedback calls.
     """
-    answers: dict[str, set[str]] = {}
-    for fact in facts:
-        answers.setdefault(fact.question, set()).add(fact.content)
+    answers = _answers(facts)
     n = max(20, min(samples, 100))
-    times: list[float] = []
-    for i in range(n + 10):
-        query = questions_[i % len(questions_)]
-        started = time.perf_counter()
-        response = client.post("/v1/search", json={"query": query, "k": SEARCH_K, "feedback": True})
-        elapsed = (time.perf_counter() - started) * 1000
-        _check(response, "search with feedback")
-        body = response.json()
-        if i >= 10:
-            times.append(elapsed)
-        gold = answers.get(query, set())
-        used = [h["memory_id"] for h in body["hits"] if h["content"] in gold]
-        feedback = {"retrieval_id": body["retrieval_id"], "used_ids": used}
-        _check(client.post("/v1/feedback", json=feedback), "feedback")
+    times = [
+        _search_and_report(client, questions_[i % len(questions_)], answers) for i in range(n + 10)
+    ]
+    times = times[10:]
     p50, p95 = _stats(times)
     return {"after_feedback_interleaved_p50_ms": p50, "after_feedback_interleaved_p95_ms": p95}
 

@@ -45,9 +45,6 @@ AnchorSource = Literal["manual", "learned", "llm"]
 MAX_ANCHOR_CHARS = 1024
 
 
-STEMS_MEMO_SLACK = 10_000
-"""Stemmed anchor texts kept beyond four per active anchor before the memo is cleared."""
-
 GENERATION = "fact_anchors"
 """The change counter of all anchors (:func:`tribal_memory.db.read_generation`)."""
 
@@ -123,9 +120,8 @@ class AnchorIndex:
         self.min_match = min_match
         self._corpus: _Corpus | None = None
         self._lock = threading.Lock()
-        self._stems_memo: dict[str, frozenset[str]] = {}
-        """Anchor text -> its stems, kept across reloads (one reload per anchor change)."""
-        self._memo_lock = threading.Lock()
+        self._stems_of: dict[str, frozenset[str]] = {}
+        """Active anchor text -> its stems, as of the last reload (reloads stem only new texts)."""
 
     def _active(self, row: FactAnchorRow) -> bool:
         return row.source != "learned" or row.uses >= self.min_uses
@@ -264,8 +260,8 @@ class AnchorIndex:
                 generation = read_generation(session, GENERATION)
                 if corpus is not None and corpus.generation == generation:
                     return corpus
-            # Plain columns of the active anchors only: this runs after every
-            # feedback that touches an anchor, so it must not build ORM objects.
+            # Plain columns of the active anchors only (the rule of _active, in SQL):
+            # this runs after every feedback that touches an anchor.
             rows = session.execute(
                 select(
                     FactAnchorRow.owner, FactAnchorRow.memory_id, FactAnchorRow.anchor_text
@@ -276,17 +272,14 @@ class AnchorIndex:
                     )
                 )
             ).all()
+        known = self._stems_of
+        stems_of: dict[str, frozenset[str]] = {}
         by_owner: dict[str, _OwnerAnchors] = {}
-        with self._memo_lock:
-            stems_of = self._stems_memo
-            if len(stems_of) > 4 * len(rows) + STEMS_MEMO_SLACK:
-                stems_of.clear()  # texts of removed anchors pile up otherwise
-            for owner, memory_id, text in rows:
-                stems = stems_of.get(text)
-                if stems is None:
-                    stems = stems_of[text] = frozenset(_stems(text))
-                anchors = by_owner.setdefault(owner, _OwnerAnchors([], [], {}))
-                anchors.add(memory_id, stems)
+        for owner, memory_id, text in rows:
+            stems = stems_of.get(text) or known.get(text) or frozenset(_stems(text))
+            stems_of[text] = stems
+            by_owner.setdefault(owner, _OwnerAnchors([], [], {})).add(memory_id, stems)
+        self._stems_of = stems_of  # texts of removed anchors drop out
         corpus = _Corpus(generation, by_owner)
         with self._lock:
             self._corpus = corpus
