@@ -306,7 +306,7 @@ def test_feedback_raises_the_used_memory_for_a_similar_question(
 def test_unused_hits_are_penalised_but_never_below_max_penalty(
     make_service: ServiceFactory,
 ) -> None:
-    svc = make_service(feedback_penalty_rate=1.0, max_penalty=0.05)
+    svc = make_service(feedback_penalty_rate=1.0, max_penalty=0.05, skip_prior_weight=0.0)
     ids = capture_facts(svc)
     # Three past questions (three keys) whose penalties add up past the cap.
     for question in (SHIP, "when may I ship to prod?", "when can I ship to prod today?"):
@@ -315,6 +315,28 @@ def test_unused_hits_are_penalised_but_never_below_max_penalty(
     unused = [h for h in result.hits if h.memory.memory_id != ids["freeze"]]
     assert unused and all(-0.05 <= h.boost < 0 for h in unused)
     assert min(h.boost for h in unused) == pytest.approx(-0.05)
+
+
+def test_memories_shown_and_skipped_lose_a_bounded_score_on_other_questions(
+    make_service: ServiceFactory,
+) -> None:
+    skip_weight = 0.15
+    svc = make_service(skip_prior_weight=skip_weight)
+    ids = capture_facts(svc)
+    shown = teach(svc, SHIP, [ids["freeze"]], times=3)
+    skipped = {h.memory.memory_id for h in shown.hits} - {ids["freeze"]}
+    other = "Which region does our Kubernetes cluster run in?"  # not similar to SHIP
+    result = svc.search(other, k=8, filters=MINE, learned=FEEDBACK_ONLY)
+    by_id = {h.memory.memory_id: h for h in result.hits}
+    assert skipped and skipped <= set(by_id)
+    # Each skipped memory loses skip_weight x its skips (3 x 0.1 decayed weight) x its own score.
+    assert all(-skip_weight * 0.3 <= by_id[i].boost < 0 for i in skipped)
+    assert by_id[ids["freeze"]].boost >= 0  # used before: never lowered
+    plain = svc.search(other, k=8, filters=MINE, learned=LearnedParts.none())
+    own = {h.memory.memory_id: h.score for h in plain.hits}
+    top = by_id[ids["cluster"]]
+    assert top.rank == 1  # the right answer stays first: the loss scales with its own match
+    assert top.score == pytest.approx(own[ids["cluster"]] + top.boost, abs=1e-6)
 
 
 def test_decayed_weight_halves_after_one_half_life(service: MemoryService) -> None:
@@ -570,7 +592,25 @@ def test_usage_priors_read_for_the_pool_equal_those_of_the_whole_table(
     after_change = tracker.priors(owner, now, pool, generation=1)
     whole = tracker.priors(owner, now, pool, generation=1)
     assert after_change == whole
-    assert after_change and all(0 < p <= 1 for p in after_change.values())
+    assert after_change and all(
+        0 <= p.used <= 1 and 0 <= p.skipped <= 1 and (p.used or p.skipped)
+        for p in after_change.values()
+    )
+
+
+def test_usage_priors_count_uses_and_skips_apart(learned_db: Database) -> None:
+    tracker = _prior_tracker(learned_db)
+    owner, now = str(uuid.uuid4()), datetime(2024, 1, 1, tzinfo=UTC)
+    tracker.reinforce(owner, "key a", ["m1"], ["m2"], now)
+    tracker.reinforce(owner, "key b", ["m2"], ["m3"], now)
+    tracker.reinforce(owner, "key c", [], ["m3"], now)
+    priors = tracker.priors(owner, now, ["m1", "m2", "m3", "m4"])
+    assert set(priors) == {"m1", "m2", "m3"}  # m4 was never retrieved
+    assert priors["m1"].used == pytest.approx(0.5) and priors["m1"].skipped == 0
+    assert priors["m2"].used == pytest.approx(0.5) and priors["m2"].skipped == pytest.approx(0.1)
+    assert priors["m3"].used == 0 and priors["m3"].skipped == pytest.approx(0.2)
+    later = tracker.priors(owner, now + timedelta(days=30), ["m3"])  # one half-life on
+    assert later["m3"].skipped == pytest.approx(0.1)
 
 
 FACT_WORDS = sorted({w for text in FACTS.values() for w in tokens(text)})

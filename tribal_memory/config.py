@@ -194,6 +194,9 @@ class Settings(BaseSettings):
     learning, in [0, 1]); 0 lets past use lift a memory whatever the new question asks."""
     usage_prior_weight: float = Field(default=0.3, ge=0.0, le=1.0)
     """Largest score a retrieved memory gains for having been used before (any query)."""
+    skip_prior_weight: float = Field(default=0.15, ge=0.0, le=1.0)
+    """Largest score a retrieved memory loses for having been shown and not used before (any
+    query; scaled like the boost by ``boost_relevance_gate``)."""
     anchor_min_uses: int = Field(default=2, ge=1)
     """Successful uses of a memory for a query before that query becomes its anchor."""
     anchor_weight: float = Field(default=0.6, ge=0.0, le=1.0)

@@ -20,6 +20,7 @@ import importlib.util
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -30,18 +31,23 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import (
     URL,
+    ColumnElement,
     Connection,
     Engine,
     bindparam,
+    case,
     create_engine,
     event,
+    extract,
+    func,
+    literal,
     make_url,
     select,
     text,
 )
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm import InstrumentedAttribute, Session, sessionmaker
 
 from tribal_memory.errors import StoreUnavailable
 from tribal_memory.tables import LearnedGenerationRow
@@ -55,6 +61,7 @@ LOCK_TIMEOUT_S = 60.0
 _CONNECT_TIMEOUT_S = 10
 _LOCK_NOT_AVAILABLE = "55P03"  # PostgreSQL's SQLSTATE for lock_timeout
 _URL_EXAMPLE = "postgresql+psycopg://user:password@host:5432/dbname"
+_UNIX_EPOCH_JULIAN_DAY = 2440587.5
 
 
 def migrations_dir() -> Path:
@@ -293,6 +300,22 @@ def upsert(
             index_elements=keys, set_={c: statement.excluded[c] for c in update}
         )
     )
+
+
+def days_since(
+    session: Session, column: ColumnElement[Any] | InstrumentedAttribute[Any], now: datetime
+) -> ColumnElement[float]:
+    """SQL for the age of the timestamps in ``column`` at ``now``, in days (0 for a later one).
+
+    In the session's dialect: SQLite stores UTC timestamps as text
+    (``julianday``), PostgreSQL as ``timestamptz`` (``extract(epoch ...)``).
+    """
+    epoch_s = now.timestamp()
+    if session.get_bind().dialect.name == "postgresql":
+        age = (literal(epoch_s) - extract("epoch", column)) / 86400.0
+    else:
+        age = literal(epoch_s / 86400.0 + _UNIX_EPOCH_JULIAN_DAY) - func.julianday(column)
+    return case((age < 0, 0.0), else_=age)
 
 
 def lock_key(name: str) -> int:

@@ -133,10 +133,11 @@ class Hit:
     What the learned layer did (DESIGN §4), all neutral on plain search:
     ``cached``: served from the query cache without a search. ``expanded_from``:
     the query variant whose BM25 match raised this hit (``None``: the query
-    itself). ``boost``: score added from feedback on similar past queries, in
-    [-max_penalty, max_boost] (0.0: none). ``anchor_match``: BM25 match of the
-    query against the memory's anchors divided by the best such match, in
-    [0, 1] (``None``: no anchor matched).
+    itself). ``boost``: score added from feedback (similar past queries and
+    usage priors), in [-(max_penalty + skip_prior_weight), max_boost] (0.0:
+    none). ``anchor_match``: BM25 match of the query against the memory's
+    anchors divided by the best such match, in [0, 1] (``None``: no anchor
+    matched).
     """
 
     memory: Memory

@@ -238,7 +238,8 @@ class HitOut(msgspec.Struct):
     What the learned layer did (neutral on plain search): ``cached``: served
     from the query cache. ``expanded_from``: the query variant whose BM25
     match raised the hit (null: the query itself). ``boost``: score added by
-    feedback on similar past queries, in [-max_penalty, max_boost].
+    feedback (similar past queries and usage priors), in
+    [-(max_penalty + skip_prior_weight), max_boost].
     ``anchor_match``: match of the query against the memory's anchors, in
     [0, 1] (null: no anchor matched).
     """

@@ -564,6 +564,7 @@ def run_learn_bench(
                 "max_boost",
                 "max_penalty",
                 "usage_prior_weight",
+                "skip_prior_weight",
                 "boost_relevance_gate",
                 "team_learning",
                 "anchor_min_uses",

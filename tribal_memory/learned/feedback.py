@@ -14,6 +14,12 @@ and by ``0.5 ** (age / half_life)``, and the sum ``S`` becomes a score boost
 ``max_boost * min(S, 1)`` (or a penalty ``max_penalty * max(S, -1)``). This is
 a bounded, decaying form of click-through relevance feedback (Joachims,
 "Optimizing search engines using clickthrough data", KDD 2002).
+
+Whatever the question, the same weights also give each memory a usage prior
+(:meth:`FeedbackTracker.priors`): how often it was used, and how often it was
+shown among the top results and skipped. A result the reader saw and passed
+over is negative evidence (Joachims et al., "Accurately interpreting
+clickthrough data as implicit feedback", SIGIR 2005).
 """
 
 from __future__ import annotations
@@ -26,15 +32,28 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import case, func, select
 
-from tribal_memory.db import Database
+from tribal_memory.db import Database, days_since
 from tribal_memory.learned.memo import RowsByKey
 from tribal_memory.learned.query_cache import PastQuery
 from tribal_memory.tables import QueryFactWeightRow, RetrievalEventRow, utcnow
 
 PRIOR_REUSE_S = 60.0
 """Longest time usage priors computed for an unchanged cache generation are reused, in s."""
+
+
+@dataclass(frozen=True, slots=True)
+class UsagePrior:
+    """What feedback on any question says of one memory; both parts in [0, 1].
+
+    ``used``: the sum of its positive decayed weights, capped at 1 (reported
+    used). ``skipped``: the sum of its negative decayed weights' magnitudes,
+    capped at 1 (retrieved within the penalty depth and not used).
+    """
+
+    used: float = 0.0
+    skipped: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +120,7 @@ class FeedbackTracker:
         self.min_similarity = min_similarity
         self.max_boost = max_boost
         self.max_penalty = max_penalty
-        self._priors: dict[str, tuple[int, float, dict[str, float]]] = {}
+        self._priors: dict[str, tuple[int, float, dict[str, UsagePrior]]] = {}
         """owner -> (cache generation, time.monotonic() when computed, priors)."""
         self._priors_seen: dict[str, int] = {}
         """owner -> the generation the last :meth:`priors` call saw."""
@@ -245,12 +264,13 @@ class FeedbackTracker:
         memory_ids: Collection[str],
         *,
         generation: int | None = None,
-    ) -> dict[str, float]:
-        """Usage prior of each of ``memory_ids``: its positive decayed weights over all queries.
+    ) -> dict[str, UsagePrior]:
+        """Usage prior of each of ``memory_ids``: its decayed weights over all queries.
 
         A memory that proved useful for any past question is more likely to
-        answer a new one (a query-independent click prior); the caller scales
-        it and applies it only to memories the query already retrieved.
+        answer a new one, and one that was shown and passed over is less so
+        (query-independent click priors); the caller scales them and applies
+        them only to memories the query already retrieved.
 
         Reading every weight of an owner costs tens of ms once thousands of
         (query, memory) pairs exist, and each feedback changes them. So the
@@ -270,8 +290,8 @@ class FeedbackTracker:
                 None: always read the weights of ``memory_ids``.
 
         Returns:
-            ``{memory_id: prior}`` for those of ``memory_ids`` with a prior, in
-            (0, 1]; {} without feedback.
+            ``{memory_id: UsagePrior}`` for those of ``memory_ids`` with any
+            weight other than 0; {} without feedback.
         """
         if generation is None:
             return self._read_priors(owner, now, memory_ids)
@@ -294,24 +314,37 @@ class FeedbackTracker:
 
     def _read_priors(
         self, owner: str, now: datetime, memory_ids: Collection[str] | None = None
-    ) -> dict[str, float]:
-        """Priors of ``memory_ids`` (None: of every memory ``owner`` has weights for)."""
-        totals: dict[str, float] = {}
+    ) -> dict[str, UsagePrior]:
+        """Priors of ``memory_ids`` (None: of every memory ``owner`` has weights for).
+
+        Summed and decayed in SQL: one row per memory comes back, however many
+        (query, memory) weights it has.
+        """
         wanted = list(memory_ids) if memory_ids is not None else None
         if wanted is not None and not wanted:
             return {}
-        query = select(
-            QueryFactWeightRow.memory_id,
-            QueryFactWeightRow.weight,
-            QueryFactWeightRow.updated_at,
-        ).where(QueryFactWeightRow.owner == owner, QueryFactWeightRow.weight > 0)
-        if wanted is not None:
-            query = query.where(QueryFactWeightRow.memory_id.in_(wanted))
+        weights = QueryFactWeightRow
         with self._db.session() as session:
+            decay = func.pow(
+                0.5, days_since(session, weights.updated_at, now) / self.half_life_days
+            )
+            value = weights.weight * decay
+            query = (
+                select(
+                    weights.memory_id,
+                    func.sum(case((weights.weight > 0, value), else_=0.0)),
+                    func.sum(case((weights.weight < 0, -value), else_=0.0)),
+                )
+                .where(weights.owner == owner, weights.weight != 0)
+                .group_by(weights.memory_id)
+            )
+            if wanted is not None:
+                query = query.where(weights.memory_id.in_(wanted))
             rows = session.execute(query).all()
-        for memory_id, weight, updated_at in rows:
-            totals[memory_id] = totals.get(memory_id, 0.0) + self.decayed(weight, updated_at, now)
-        return {m: min(1.0, t) for m, t in totals.items() if t > 0}
+        return {
+            str(memory_id): UsagePrior(min(1.0, float(used)), min(1.0, float(skipped)))
+            for memory_id, used, skipped in rows
+        }
 
     def boosts(
         self,

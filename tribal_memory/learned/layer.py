@@ -11,7 +11,9 @@
    variant's normalised match ``m`` counts as ``expansion_weight * m`` BM25
    evidence where it beats the query's own (``expanded_from`` on the hit).
 4. **anchors** — ``anchor_weight * match`` is added for anchored memories.
-5. **feedback** — boosts/penalties from similar past queries are added.
+5. **feedback** — boosts/penalties from similar past queries are added, and
+   the pool's usage priors: a memory used before (any query) gains, one shown
+   and skipped before loses, both scaled by its own fused score.
 
 Memories that 3-5 bring in from outside the pool are scored against the query
 vector over the same prefilter, those whose gain could lift them into the top
@@ -55,7 +57,7 @@ from tribal_memory.learned.expander import (
     LlmVariants,
     rule_variants,
 )
-from tribal_memory.learned.feedback import FeedbackTracker
+from tribal_memory.learned.feedback import FeedbackTracker, UsagePrior
 from tribal_memory.learned.query_cache import CacheEntry, PastQuery, QueryCache
 from tribal_memory.learned.text import content_terms, query_key, rewording_of, stem
 from tribal_memory.models import (
@@ -87,7 +89,7 @@ class _Learned:
     expanded_from: str | None = None
     anchor: float | None = None
     boost: float = 0.0
-    prior: float = 0.0
+    prior: UsagePrior | None = None
 
 
 def scope_of(filters: SearchFilters) -> str:
@@ -576,7 +578,7 @@ class Retriever:
         priors: Sequence[tuple[str, int | None]],
         candidates: Sequence[Candidate],
     ) -> None:
-        """Set each candidate's usage prior in ``learned``: the largest of the owners' priors.
+        """Set each candidate's usage prior in ``learned``: the larger parts of the owners' priors.
 
         ``priors``: ``(owner, cache generation)`` whose priors count. Only the
         pool's memories get one (a prior reorders what the query retrieved
@@ -588,9 +590,11 @@ class Retriever:
         now = utcnow()
         found = [self.feedback.priors(o, now, ids, generation=g) for o, g in priors]
         for memory_id in ids:
-            prior = max(p.get(memory_id, 0.0) for p in found)
-            if prior > 0:
-                learned.setdefault(memory_id, _Learned()).prior = prior
+            known = [p[memory_id] for p in found if memory_id in p]
+            if known:
+                learned.setdefault(memory_id, _Learned()).prior = UsagePrior(
+                    max(p.used for p in known), max(p.skipped for p in known)
+                )
 
     def _rank(
         self,
@@ -608,15 +612,15 @@ class Retriever:
         by_id = {c.memory.memory_id: c for c in candidates}
         gate = s.boost_relevance_gate
         for memory_id, info in learned.items():
-            if info.prior and memory_id in by_id:
-                # The usage prior only reorders what the query retrieved itself.
-                info.boost = min(
-                    self.settings.max_boost,
-                    info.boost + self.settings.usage_prior_weight * info.prior,
-                )
-            if gate and info.boost > 0:
-                own = by_id[memory_id].score if memory_id in by_id else 0.0
-                info.boost *= (1.0 - gate) + gate * own
+            own = by_id[memory_id].score if memory_id in by_id else 0.0
+            relevance = (1.0 - gate) + gate * own
+            prior = info.prior  # only the pool's memories have one (_add_priors)
+            if prior is not None:
+                info.boost = min(s.max_boost, info.boost + s.usage_prior_weight * prior.used)
+            if info.boost > 0:
+                info.boost *= relevance
+            if prior is not None:
+                info.boost -= s.skip_prior_weight * prior.skipped * relevance
         text_weight = 1.0 - self._vector_weight(mode)
         rescored = [_gained(c, learned.get(c.memory.memory_id), text_weight, s) for c in candidates]
         outside = self._outside(learned, candidates, rescored, mode, k, min_score)
