@@ -21,7 +21,12 @@ learned layer's usage signals do to the plain ranking:
    the usage priors: ``score x (1 + min(max_boost, usage_w x used) - skip_w x
    skipped)``, ``used`` and ``skipped`` each the memory's summed weights
    capped at 1. Optionally a co-use lift: ``+ co_w x score x`` the best score
-   among the pool's memories used together with it for one fed question.
+   among the pool's memories used together with it for one fed question;
+   and optionally per-owner fusion weights (``fit_fusion`` 1: fitted over the
+   pool, 2: within the shown top 10 only): the vector weight that ranks the
+   used memories of the owner's fed questions highest re-fuses its measured
+   questions' pools (vector and BM25 parts as the server normalised them,
+   adjacent-turn smoothing as the server does it).
 
 It ignores the similarity boosts, expansion and anchors (which change no
 inner-split top 10 on this data, see the README) and that the server's own
@@ -60,7 +65,11 @@ GRID: dict[str, list[float]] = {
     "usage_prior_weight": [0.0, 0.3],
     "skip_prior_weight": [0.0, 0.05, 0.1, 0.15, 0.2, 0.3],
     "co_use_weight": [0.0],
+    "fit_fusion": [0],
 }
+FIT_WEIGHTS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
+NEIGHBOUR_WEIGHT = Settings().neighbour_weight
+VECTOR_WEIGHT = Settings().vector_weight  # the pools' fusion
 CACHE = Path.home() / ".cache" / "tribal-memory" / "prior-sim"
 
 
@@ -69,7 +78,7 @@ def _pools(stores: list[BenchStore], label: str) -> list[dict[str, Any]]:
     digest = hashlib.sha256(
         json.dumps([[m.content for m in s.memories] for s in stores]).encode()
     ).hexdigest()[:16]
-    path = CACHE / f"{label}-{digest}.json"
+    path = CACHE / f"{label}-{digest}-v2.json"
     if path.exists():
         cached: list[dict[str, Any]] = json.loads(path.read_text(encoding="utf-8"))
         return cached
@@ -90,7 +99,17 @@ def _pools(stores: list[BenchStore], label: str) -> list[dict[str, Any]]:
                     result = service.search(
                         question.text, k=POOL, filters=filters, learned=LearnedParts.none()
                     )
-                    pool = [[str(h.memory.metadata.get("key")), h.score] for h in result.hits]
+                    pool = [
+                        [
+                            str(h.memory.metadata.get("key")),
+                            h.score,
+                            h.vector_score or 0.0,
+                            h.text_score or 0.0,
+                            h.memory.doc_id,
+                            h.memory.chunk_index,
+                        ]
+                        for h in result.hits
+                    ]
                     questions.append({"split": split, "gold": list(question.gold), "pool": pool})
         found.append({"owner": store.owner, "questions": questions})
     CACHE.mkdir(parents=True, exist_ok=True)
@@ -115,11 +134,67 @@ def _inner(store: dict[str, Any], seed: int, suite: bool) -> tuple[list[Any], li
     return [q for q in fed if q["gold"][0] in kept], measured
 
 
-def _rank(question: dict[str, Any], signals: dict[str, Any], point: dict[str, float]) -> list[str]:
+def _refused(question: dict[str, Any], vector_weight: float) -> dict[str, float]:
+    """The pool's scores fused again with ``vector_weight``, then smoothed as the server does."""
+    fused = {e[0]: vector_weight * e[2] + (1 - vector_weight) * e[3] for e in question["pool"]}
+    at = {(e[4], e[5]): fused[e[0]] for e in question["pool"] if e[4] is not None}
+    smoothed = {}
+    for key, _, _, _, doc, index in question["pool"]:
+        near = max(at.get((doc, index - 1), 0.0), at.get((doc, index + 1), 0.0)) if doc else 0.0
+        smoothed[key] = (fused[key] + NEIGHBOUR_WEIGHT * near) / (1 + NEIGHBOUR_WEIGHT)
+    return smoothed
+
+
+def _fitted_weight(fed: list[dict[str, Any]], shown_only: bool) -> float:
+    """The vector weight that ranks the memories used for ``fed`` highest (mean reciprocal rank).
+
+    Only what the agent was shown (the plain top ``SHOWN``) can have been used.
+    ``shown_only``: rank the used memories among the shown ones alone, their
+    neighbour smoothing held at its value (what a server that logs only the
+    hits it returned can compute); else among the whole pool.
+    """
+    taught = []
+    for question in fed:
+        used = [e[0] for e in question["pool"][:SHOWN] if e[0] in question["gold"]]
+        if used:
+            taught.append((question, used))
+
+    def scores(question: dict[str, Any], weight: float) -> dict[str, float]:
+        if not shown_only:
+            return _refused(question, weight)
+        smoothing = 1 + NEIGHBOUR_WEIGHT
+        return {
+            e[0]: (weight * e[2] + (1 - weight) * e[3]) / smoothing
+            + e[1]
+            - (VECTOR_WEIGHT * e[2] + (1 - VECTOR_WEIGHT) * e[3]) / smoothing
+            for e in question["pool"][:SHOWN]
+        }
+
+    def fit(weight: float) -> float:
+        total = 0.0
+        for question, used in taught:
+            ranked = scores(question, weight)
+            order = sorted(ranked, key=lambda key: -ranked[key])
+            total += float(np.mean([1 / (order.index(u) + 1) for u in used]))
+        return total
+
+    return max(FIT_WEIGHTS, key=fit)
+
+
+def _rank(
+    question: dict[str, Any],
+    signals: dict[str, Any],
+    point: dict[str, float],
+    vector_weight: float | None = None,
+) -> list[str]:
     used, skipped, co_used = signals["used"], signals["skipped"], signals["co_used"]
-    pool = {key: score for key, score in question["pool"]}
+    pool = (
+        {entry[0]: entry[1] for entry in question["pool"]}
+        if vector_weight is None
+        else _refused(question, vector_weight)
+    )
     rescored = []
-    for key, score in question["pool"]:
+    for key, score in pool.items():
         gain = min(0.3, point["usage_prior_weight"] * min(1.0, used.get(key, 0.0)))
         gain -= point["skip_prior_weight"] * min(1.0, skipped.get(key, 0.0))
         lift = max((pool[n] for n in co_used.get(key, ()) if n in pool), default=0.0)
@@ -133,7 +208,7 @@ def _signals(fed: list[dict[str, Any]]) -> tuple[dict[str, Any], set[str]]:
     skipped: dict[str, float] = defaultdict(float)
     co_used: dict[str, set[str]] = defaultdict(set)
     for question in fed:
-        shown = [key for key, _ in question["pool"][:SHOWN]]
+        shown = [entry[0] for entry in question["pool"][:SHOWN]]
         chosen = [key for key in shown if key in question["gold"]]
         for key in shown:
             if key in chosen:
@@ -154,8 +229,10 @@ def evaluate(
         for store in stores:
             fed, measured = _inner(store, seed, suite)
             signals, fed_keys = _signals(fed)
+            fitting = point["fit_fusion"]
+            weight = _fitted_weight(fed, shown_only=fitting == 2) if fitting else None
             for question in measured:
-                ranked = _rank(question, signals, point)
+                ranked = _rank(question, signals, point, weight)
                 row = (recall_at(ranked, question["gold"], 10), hit_at(ranked, question["gold"], 5))
                 rows["new"].append(row)
                 rows["new_fed" if fed_keys & set(question["gold"]) else "new_unfed"].append(row)
