@@ -111,12 +111,13 @@ async def _exercise(session: ClientSession) -> dict[str, Any]:
     assert found["provider"] == "tribal-memory" and 0 < len(found["results"]) <= 2
     top = found["results"][0]
     assert top["path"] == captured[0]["path"] and 0.35 <= top["score"] <= 1.0
-    assert top["citation"] == f"Source: {top['path']}#L1-L1"
+    assert top["citation"] == f"{top['path']}#L1"
+    assert top["snippet"] == f"{FACTS[0]}\n\nSource: {top['path']}#L1"
 
     read = _answer(await session.call_tool("memory_get", {"path": top["path"]}))
-    assert read == {"text": FACTS[0], "path": top["path"]}
+    assert read == {"status": "ok", "text": FACTS[0], "path": top["path"], "from": 1, "lines": 1}
     missing = _answer(await session.call_tool("memory_get", {"path": "memory/none.md"}))
-    assert missing == {"text": "", "path": "memory/none.md"}
+    assert missing == {"status": "not_found", "text": "", "path": "memory/none.md"}
 
     fed = _answer(
         await session.call_tool(
