@@ -261,7 +261,7 @@ def test_http_transport_checks_host_and_origin_on_every_loopback_bind(
             host=settings.host,
             transport_security=transport_security(settings.host_allow_list),
         )
-        with TestClient(app, base_url="http://127.0.0.2:18791") as client:
+        with TestClient(app, base_url="http://127.0.0.2:18961") as client:
             rebound = client.post(
                 MCP_PATH, json=initialize, headers={**headers, "host": "evil.example"}
             )
@@ -271,7 +271,7 @@ def test_http_transport_checks_host_and_origin_on_every_loopback_bind(
             )
             assert foreign.status_code == 403
             own = client.post(
-                MCP_PATH, json=initialize, headers={**headers, "origin": "http://127.0.0.2:18791"}
+                MCP_PATH, json=initialize, headers={**headers, "origin": "http://127.0.0.2:18961"}
             )
             assert own.status_code == 200, own.text
     assert transport_security(None).enable_dns_rebinding_protection is False

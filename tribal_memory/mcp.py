@@ -196,7 +196,7 @@ class HttpBackend:
     """Tools forwarded to a running tribal-memory server.
 
     Args:
-        base_url: The server, e.g. ``http://127.0.0.1:18790``.
+        base_url: The server, e.g. ``http://127.0.0.1:18960``.
         agent: Sent as ``X-Agent-Id`` (the owner the tools act for).
         api_key: Sent as ``Authorization: Bearer <key>`` when given.
         timeout_s: Longest wait for one call, in seconds.
