@@ -237,7 +237,11 @@ def test_cli_ingest_paths_are_relative_to_the_directory_given(tmp_path: Path) ->
         *data,
     )  # fmt: skip
     assert watched.exit_code == 0, watched.output
-    assert lines(watched) == []  # the same paths: nothing to add or remove
+    # The same paths: nothing added, updated or removed.
+    assert {(f["path"], f["status"]) for f in lines(watched)} == {
+        ("MEMORY.md", "unchanged"),
+        ("memory/2026-03-02.md", "unchanged"),
+    }
     listed = lines(invoke("documents", "--json", *data))
     assert sorted(d["path"] for d in listed) == ["MEMORY.md", "memory/2026-03-02.md"]
 
