@@ -23,7 +23,7 @@ from tribal_memory.errors import EmbeddingError
 from tribal_memory.ingest import load_document, load_paths
 from tribal_memory.models import SearchFilters
 from tribal_memory.service import MemoryService
-from tribal_memory.tools import SNIPPET_MAX_CHARS, document_lines
+from tribal_memory.tools import SNIPPET_MAX_CHARS, TOOL_NAMES, document_lines
 
 DATA = Path(__file__).resolve().parent / "data" / "openclaw"
 WORKSPACE = DATA / "workspace"
@@ -464,3 +464,10 @@ def test_openclaw_manifest_declares_a_memory_plugin() -> None:
     assert manifest["uiHints"]["apiKey"]["sensitive"] is True
     readme = (root / "README.md").read_text(encoding="utf-8")
     assert "plugins" in readme and '"memory": "' + manifest["id"] + '"' in readme
+    # The package OpenClaw installs: an ES module whose tools are all in the manifest.
+    package = json.loads((root / "package.json").read_text(encoding="utf-8"))
+    assert package["type"] == "module" and package["openclaw"]["extensions"] == ["./index.js"]
+    assert package["openclaw"]["compat"]["pluginApi"].startswith(">=")
+    source = (root / "index.js").read_text(encoding="utf-8")
+    registered = set(re.findall(r'^\s+name: "(memory_[a-z]+)",$', source, re.M))
+    assert registered == set(manifest["contracts"]["tools"]) == set(TOOL_NAMES)
