@@ -11,8 +11,10 @@ the same small workspace. Checked: (a) every tool through the gateway's
 with the path it used, recorded by the server; (c) after three such turns the
 same question is a cache hit on the server; (d) the model's request holds the
 ``<knowledge-graph>`` block of the matching memory, put there by the plugin's
-start-of-turn hook. The gateway is started twice per module (about 30 s each);
-everything started is stopped at the end of the module.
+start-of-turn hook. Also: the recall switched off in the plugin's config, and
+the answers when the server is down. The gateway is started three times per
+module (about 30 s each); everything started is stopped at the end of the
+module.
 
 Node 24 and OpenClaw come from ``TRIBAL_TEST_NODE`` and ``TRIBAL_TEST_OPENCLAW``
 (``.ci/run`` sets them from ``.ci/install-openclaw``), else from that script's
@@ -478,6 +480,28 @@ def test_agent_turns_feed_back_and_learn(setup: Setup) -> None:
     status, again = setup.gateway.invoke("memory_search", {"query": QUESTION})
     assert status == 200 and again["results"][0]["path"] == "memory/2026-03-02.md"
     assert again["results"][0]["score"] >= seen[0]["results"][0]["score"]
+
+
+def _user_text(request: dict[str, Any]) -> str:
+    return "\n".join(str(m["content"]) for m in request["messages"] if m.get("role") == "user")
+
+
+def test_auto_recall_switched_off(setup: Setup) -> None:
+    settings = {"baseUrl": setup.server.base_url, "autoRecall": {"enabled": False}}
+    setup.openclaw.run(
+        "config", "set", "plugins.entries.tribal-memory.config", json.dumps(settings),
+        "--strict-json",
+    )  # fmt: skip
+    setup.gateway.stop()
+    setup.gateway.start()
+    before = _retrieval_stats(setup.server)["retrievals"]
+    requests = _turn(setup, 5)
+    assert QUESTION in _user_text(requests[0]) and "<knowledge-graph>" not in _user_text(
+        requests[0]
+    )
+    # The tools still answer: one retrieval (the tool's search), no /v1/context search.
+    assert _tool_results(requests[-1])["memory_feedback"]["usedPaths"] == ["memory/2026-03-02.md"]
+    assert _retrieval_stats(setup.server)["retrievals"] == before + 1
 
 
 def test_server_down_answers_unavailable(setup: Setup) -> None:
