@@ -218,6 +218,7 @@ class Setup:
     server: ServerProcess
     stub: StubModel
     memory_core: dict[str, Any]
+    status: dict[str, Any]
 
 
 def _write_workspace(root: Path) -> Path:
@@ -336,8 +337,11 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
                 json.dumps({"allowConversationAccess": True}), "--strict-json",
             )  # fmt: skip
             openclaw.run("config", "validate")
+            # OpenClaw 2026.9.6 reports the memory backend only while the gateway is down
+            # ("Local plugin inspection is not collected in online status").
+            status = json.loads(openclaw.run("status", "--json", "--all", "--timeout", "2000"))
             gateway.start()
-            yield Setup(openclaw, gateway, server, stub, memory_core)
+            yield Setup(openclaw, gateway, server, stub, memory_core, status)
         finally:
             gateway.stop()
 
@@ -357,6 +361,11 @@ def test_installed_plugin_holds_the_memory_slot(setup: Setup) -> None:
     inspected = setup.openclaw.run("plugins", "inspect", "tribal-memory", "--runtime")
     assert "Status: loaded" in inspected and "before_prompt_build" in inspected
     assert "memory_search, memory_get, memory_feedback, memory_capture" in inspected
+    # `openclaw status --all` asked the plugin's runtime, which asked the server.
+    memory = setup.status["memory"]
+    assert (memory["provider"], memory["agentId"]) == ("tribal-memory", AGENT)
+    assert memory["files"] == len(WORKSPACE_FILES) and memory["chunks"] >= len(WORKSPACE_FILES)
+    assert memory["custom"]["baseUrl"] == setup.server.base_url
 
 
 @pytest.mark.parametrize("call", CALLS, ids=lambda call: json.dumps(call[1], sort_keys=True))
