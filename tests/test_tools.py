@@ -332,6 +332,19 @@ def test_feedback_is_recorded_and_the_fourth_search_is_learned(
     assert fourth["results"][0]["path"] == used
 
 
+def test_feedback_names_the_retrieval_of_a_knowledge_block(client: TestClient[Litestar]) -> None:
+    # The plugin's start-of-turn block carries this retrieval id and its hits' paths.
+    block = client.post(
+        "/v1/context", json={"prompt": "How do we roll back a deploy?", "agent_id": AGENT}
+    ).json()
+    assert block["context"].startswith("<knowledge-graph>") and block["hits"]
+    path = block["hits"][0]["path"]
+    fed = _call(
+        client, "memory_feedback", {"retrievalId": block["retrieval_id"], "usedPaths": [path]}
+    )
+    assert fed["usedPaths"] == [path] and fed["usedIds"] and fed["duplicate"] is False
+
+
 def test_feedback_paths_citations_and_errors(client: TestClient[Litestar]) -> None:
     answer = _call(client, "memory_search", {"query": "roll back a deploy", "minScore": 0.0})
     retrieval_id, top = answer["retrievalId"], answer["results"][0]
