@@ -219,6 +219,33 @@ def test_cli_ingest_syncs_documents(tmp_path: Path) -> None:
     ]
 
 
+def test_cli_ingest_paths_are_relative_to_the_directory_given(tmp_path: Path) -> None:
+    # An OpenClaw workspace ingested from elsewhere keeps its own relative paths.
+    workspace = tmp_path / "openclaw" / "workspace"
+    write(workspace / "MEMORY.md", "# Memory\n\nWe chose PostgreSQL for billing.")
+    write(workspace / "memory" / "2026-03-02.md", "# 2026-03-02\n\nAlice prefers green tea.")
+    data = ("--data-dir", str(tmp_path / "data"))
+    assert not Path.cwd().is_relative_to(workspace)
+
+    result = invoke("ingest", str(workspace), "--owner", "main", "--json", *data)
+
+    assert result.exit_code == 0, result.output
+    *files, _ = lines(result)
+    assert {f["path"] for f in files} == {"MEMORY.md", "memory/2026-03-02.md"}
+    watched = invoke(
+        "ingest", "--watch", str(workspace), "--owner", "main", "--max-seconds", "0", "--json",
+        *data,
+    )  # fmt: skip
+    assert watched.exit_code == 0, watched.output
+    # The same paths: nothing added, updated or removed.
+    assert {(f["path"], f["status"]) for f in lines(watched)} == {
+        ("MEMORY.md", "unchanged"),
+        ("memory/2026-03-02.md", "unchanged"),
+    }
+    listed = lines(invoke("documents", "--json", *data))
+    assert sorted(d["path"] for d in listed) == ["MEMORY.md", "memory/2026-03-02.md"]
+
+
 def test_cli_watch_syncs_and_stops_cleanly(tmp_path: Path) -> None:
     kb = tmp_path / "kb"
     write(kb / "bob" / "todo.md", "# Todo\n\nBob renews the TLS certificates in May.")

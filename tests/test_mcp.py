@@ -111,12 +111,13 @@ async def _exercise(session: ClientSession) -> dict[str, Any]:
     assert found["provider"] == "tribal-memory" and 0 < len(found["results"]) <= 2
     top = found["results"][0]
     assert top["path"] == captured[0]["path"] and 0.35 <= top["score"] <= 1.0
-    assert top["citation"] == f"Source: {top['path']}#L1-L1"
+    assert top["citation"] == f"{top['path']}#L1"
+    assert top["snippet"] == f"{FACTS[0]}\n\nSource: {top['path']}#L1"
 
     read = _answer(await session.call_tool("memory_get", {"path": top["path"]}))
-    assert read == {"text": FACTS[0], "path": top["path"]}
+    assert read == {"status": "ok", "text": FACTS[0], "path": top["path"], "from": 1, "lines": 1}
     missing = _answer(await session.call_tool("memory_get", {"path": "memory/none.md"}))
-    assert missing == {"text": "", "path": "memory/none.md"}
+    assert missing == {"status": "not_found", "text": "", "path": "memory/none.md"}
 
     fed = _answer(
         await session.call_tool(
@@ -260,7 +261,7 @@ def test_http_transport_checks_host_and_origin_on_every_loopback_bind(
             host=settings.host,
             transport_security=transport_security(settings.host_allow_list),
         )
-        with TestClient(app, base_url="http://127.0.0.2:18791") as client:
+        with TestClient(app, base_url="http://127.0.0.2:18961") as client:
             rebound = client.post(
                 MCP_PATH, json=initialize, headers={**headers, "host": "evil.example"}
             )
@@ -270,7 +271,7 @@ def test_http_transport_checks_host_and_origin_on_every_loopback_bind(
             )
             assert foreign.status_code == 403
             own = client.post(
-                MCP_PATH, json=initialize, headers={**headers, "origin": "http://127.0.0.2:18791"}
+                MCP_PATH, json=initialize, headers={**headers, "origin": "http://127.0.0.2:18961"}
             )
             assert own.status_code == 200, own.text
     assert transport_security(None).enable_dns_rebinding_protection is False

@@ -85,11 +85,11 @@ def test_the_probe_curl_is_refused_and_writes_nothing(client: TestClient[Litesta
 
 def test_dns_rebinding_cannot_read_the_export(client: TestClient[Litestar]) -> None:
     client.post("/v1/memories", json={"content": "the vault code is 1234"})
-    for host in ("evil.example", "evil.example:18790", "127.0.0.1.evil.example"):
+    for host in ("evil.example", "evil.example:18960", "127.0.0.1.evil.example"):
         response = client.get("/v1/export", headers={"host": host})
         body = _assert_error(response, 421, "invalid_host")
         assert "1234" not in response.text and "evil.example" in body["detail"]
-    for host in ("127.0.0.1:18790", "localhost:18790", "LOCALHOST", "[::1]:18790"):
+    for host in ("127.0.0.1:18960", "localhost:18960", "LOCALHOST", "[::1]:18960"):
         assert client.get("/v1/export", headers={"host": host}).status_code == 200, host
 
 
@@ -112,7 +112,7 @@ def test_foreign_origin_is_403_on_reads_writes_and_preflights(
 
 def test_same_origin_requests_pass(client: TestClient[Litestar]) -> None:
     """The Swagger UI the server serves posts with its own origin."""
-    own = {"origin": "http://127.0.0.1:18790", "host": "127.0.0.1:18790"}
+    own = {"origin": "http://127.0.0.1:18960", "host": "127.0.0.1:18960"}
     assert client.post("/v1/memories", json={"content": "ok"}, headers=own).status_code == 201
 
 

@@ -23,13 +23,24 @@ from tribal_memory.errors import EmbeddingError
 from tribal_memory.ingest import load_document, load_paths
 from tribal_memory.models import SearchFilters
 from tribal_memory.service import MemoryService
-from tribal_memory.tools import SNIPPET_MAX_CHARS, document_lines
+from tribal_memory.tools import SNIPPET_MAX_CHARS, TOOL_NAMES, document_lines
 
 DATA = Path(__file__).resolve().parent / "data" / "openclaw"
 WORKSPACE = DATA / "workspace"
 RECORDED = json.loads((DATA / "tool_calls.json").read_text(encoding="utf-8"))
 AGENT = RECORDED["agent"]
-RESULT_KEYS = {"path", "startLine", "endLine", "score", "snippet", "source", "citation"}
+RESULT_KEYS = {
+    "path",
+    "startLine",
+    "endLine",
+    "score",
+    "vectorScore",
+    "textScore",
+    "snippet",
+    "source",
+    "corpus",
+    "citation",
+}
 
 FACTS = [
     ("The staging cluster is called kestrel and lives in eu-west-1.", AGENT, ["infra"]),
@@ -90,12 +101,11 @@ def _resolve(value: Any, last_search: dict[str, Any] | None) -> Any:
 
 def _check_search(answer: dict[str, Any], arguments: dict[str, Any]) -> None:
     """The memory_search contract: keys, types, ranges, order, citations."""
-    assert set(answer) - {"fallback"} == {"results", "provider", "model", "retrievalId"}
+    assert set(answer) == {"results", "provider", "model", "mode", "citations", "retrievalId"}
     assert answer["provider"] == "tribal-memory"
     assert isinstance(answer["model"], str) and answer["model"]
     assert isinstance(answer["retrievalId"], str)
-    if "fallback" in answer:
-        assert answer["fallback"]["from"] == "hybrid" and answer["fallback"]["reason"]
+    assert answer["mode"] in ("hybrid", "vector-only") and answer["citations"] == "auto"
     results = answer["results"]
     assert len(results) <= int(arguments.get("maxResults", 6))
     min_score = arguments.get("minScore", 0.35)
@@ -107,12 +117,15 @@ def _check_search(answer: dict[str, Any], arguments: dict[str, Any]) -> None:
         assert isinstance(result["startLine"], int) and isinstance(result["endLine"], int)
         assert 1 <= result["startLine"] <= result["endLine"]
         assert isinstance(result["score"], float) and min_score <= result["score"] <= 1.0
-        assert (
-            isinstance(result["snippet"], str) and 0 < len(result["snippet"]) <= SNIPPET_MAX_CHARS
-        )
-        assert result["source"] == "memory"
+        assert 0.0 <= result["vectorScore"] <= 1.0 and 0.0 <= result["textScore"] <= 1.0
+        assert result["source"] == "memory" and result["corpus"] == "memory"
         path, start, end = result["path"], result["startLine"], result["endLine"]
-        assert result["citation"] == f"Source: {path}#L{start}-L{end}"
+        assert result["citation"] == (
+            f"{path}#L{start}" if start == end else f"{path}#L{start}-L{end}"
+        )
+        text, source_line = result["snippet"].rsplit("\n\nSource: ", 1)
+        assert source_line == result["citation"]
+        assert 0 < len(text) <= SNIPPET_MAX_CHARS
 
 
 def _check_resolves(client: TestClient[Litestar], result: dict[str, Any]) -> None:
@@ -121,9 +134,15 @@ def _check_resolves(client: TestClient[Litestar], result: dict[str, Any]) -> Non
     got = _call(
         client, "memory_get", {"path": result["path"], "from": start, "lines": end - start + 1}
     )
-    assert got["path"] == result["path"]
-    assert len(got["text"].split("\n")) == end - start + 1
-    assert result["snippet"].strip() in got["text"]
+    assert got["path"] == result["path"] and got["status"] == "ok"
+    body = _body(got["text"])
+    assert got["lines"] == len(body.split("\n")) == end - start + 1
+    assert result["snippet"].rsplit("\n\nSource: ", 1)[0].strip() in body
+
+
+def _body(text: str) -> str:
+    """A memory_get text without its continuation notice."""
+    return text.split("\n\n[More content available.")[0]
 
 
 def test_recorded_tool_calls_replay_with_the_contract(client: TestClient[Litestar]) -> None:
@@ -140,7 +159,11 @@ def test_recorded_tool_calls_replay_with_the_contract(client: TestClient[Litesta
                 searched_paths.add(result["path"])
             last_search = answer
         elif call["name"] == "memory_get":
-            assert set(answer) == {"text", "path"} and answer["path"] == arguments["path"]
+            assert answer["path"] == arguments["path"]
+            if answer["status"] == "ok":
+                assert answer["from"] == int(arguments.get("from", 1)) and answer["text"]
+            else:
+                assert answer == {"status": "not_found", "text": "", "path": arguments["path"]}
         else:
             assert answer["retrievalId"] == arguments["retrievalId"]
             assert set(answer["usedPaths"]) <= {r["path"] for r in last_search["results"]}
@@ -155,20 +178,101 @@ def test_recorded_tool_calls_replay_with_the_contract(client: TestClient[Litesta
 
 
 def test_recorded_reads_of_known_and_unknown_paths(client: TestClient[Litestar]) -> None:
-    text = (WORKSPACE / "memory" / "2026-03-02.md").read_text(encoding="utf-8").split("\n")
+    file_text = (WORKSPACE / "memory" / "2026-03-02.md").read_text(encoding="utf-8")
+    text = file_text.rstrip("\n").split("\n")
     slice_call = _call(
         client, "memory_get", {"path": "memory/2026-03-02.md", "from": 14.0, "lines": 3.0}
     )
-    assert slice_call["text"] == "\n".join(text[13:16]).rstrip("\n")
+    more = len(text) > 16
+    assert slice_call["status"] == "ok" and slice_call["lines"] == len(text[13:16])
+    assert _body(slice_call["text"]) == "\n".join(text[13:16])
+    assert slice_call.get("nextFrom") == (17 if more else None)
     whole = _call(client, "memory_get", {"path": "memory/2026-03-02.md"})
-    # The title heading has no text under it, so no chunk holds it: its line reads back empty.
-    assert whole["text"] == "\n".join(["", *text[1:]]).rstrip("\n")
+    # The whole file, its "# 2026-03-02" title (a heading with no text under it) included.
+    assert whole == {
+        "status": "ok",
+        "text": "\n".join(text),
+        "path": "memory/2026-03-02.md",
+        "from": 1,
+        "lines": len(text),
+    }
+    assert whole["text"].split("\n")[0] == "# 2026-03-02"
     assert _call(client, "memory_get", {"path": "memory/2026-02-30.md"}) == {
+        "status": "not_found",
         "text": "",
         "path": "memory/2026-02-30.md",
     }
     past_end = _call(client, "memory_get", {"path": "MEMORY.md", "from": 500})
-    assert past_end == {"text": "", "path": "MEMORY.md"}
+    assert past_end == {"status": "ok", "text": "", "path": "MEMORY.md", "from": 500, "lines": 0}
+
+
+def test_memory_get_normalises_paths_and_refuses_escapes(client: TestClient[Litestar]) -> None:
+    plain = _call(client, "memory_get", {"path": "memory/2026-03-02.md"})
+    for spelling in (
+        "./memory//2026-03-02.md",
+        "memory\\2026-03-02.md",
+        "x/../memory/2026-03-02.md",
+    ):
+        assert _call(client, "memory_get", {"path": spelling}) == plain
+    escaped = _call(client, "memory_get", {"path": "../etc/passwd"})
+    assert escaped["status"] == "error" and escaped["text"] == ""
+    assert escaped["code"] == "MEMORY_PATH_NOT_ALLOWED" and escaped["error"]
+    wiki = _call(client, "memory_get", {"path": "memory/2026-03-02.md", "corpus": "wiki"})
+    assert wiki == {"status": "not_found", "text": "", "path": "memory/2026-03-02.md"}
+
+
+def test_memory_get_window_and_continuation(client: TestClient[Litestar]) -> None:
+    lines = [f"line {n:03d} " + "x" * 120 for n in range(1, 151)]
+    created = client.post("/v1/memories", json={"content": "\n".join(lines), "owner": AGENT})
+    assert created.status_code == 201, created.text
+    path = f"memory/{created.json()['memory']['memory_id']}.md"
+    first = _call(client, "memory_get", {"path": path})
+    # 120 lines of 129 characters are 15,599 characters: the 12,000 budget ends it sooner.
+    kept = first["lines"]
+    assert kept < 120 and first["truncated"] is True and first["nextFrom"] == kept + 1
+    body, notice = first["text"].split("\n\n")
+    assert body == "\n".join(lines[:kept]) and len(body) <= 12_000
+    assert len(body) + len(lines[kept]) + 1 > 12_000
+    assert notice == f"[More content available. Use from={kept + 1} to continue.]"
+    follow = _call(client, "memory_get", {"path": path, "from": first["nextFrom"], "lines": 5})
+    assert follow["text"].split("\n\n")[0] == "\n".join(lines[kept : kept + 5])
+    last = _call(client, "memory_get", {"path": path, "from": 149})
+    assert last == {
+        "status": "ok",
+        "text": "\n".join(lines[148:]),
+        "path": path,
+        "from": 149,
+        "lines": 2,
+    }
+    short = _call(client, "memory_get", {"path": path, "lines": 2})
+    assert short["lines"] == 2 and short["nextFrom"] == 3 and short["truncated"] is True
+
+
+def test_memory_search_arguments_as_memory_core_takes_them(client: TestClient[Litestar]) -> None:
+    query = "which database did we choose for billing?"
+    for min_score in (-3.0, 7.5):  # out of range: clamped, never a 400
+        answer = _call(client, "memory_search", {"query": query, "minScore": min_score})
+        assert (len(answer["results"]) > 0) == (min_score < 0)
+    off = _call(client, "memory_search", {"query": query, "citations": "off", "minScore": 0.0})
+    assert off["citations"] == "off" and off["results"]
+    assert all("citation" not in r and "Source:" not in r["snippet"] for r in off["results"])
+    on = _call(client, "memory_search", {"query": query, "corpus": "memory", "minScore": 0.0})
+    assert [r["path"] for r in on["results"]] == [r["path"] for r in off["results"]]
+    wiki = _call(client, "memory_search", {"query": query, "corpus": "wiki"})
+    assert wiki["results"] == [] and "wiki" in wiki["warning"]
+    assert wiki["corpora"] == [{"corpus": "wiki", "outcome": "not-registered"}]
+    sessions = _call(client, "memory_search", {"query": query, "corpus": "sessions"})
+    assert sessions["results"] == [] and sessions["disabled"] is sessions["unavailable"] is True
+    assert sessions["error"] and sessions["warning"] and sessions["action"]
+    for bad in ({"corpus": "everything"}, {"citations": "sometimes"}):
+        response = client.post("/v1/tools/memory_search", json={"query": query, **bad})
+        assert response.status_code == 400, response.text
+    one_line = client.post(
+        "/v1/memories", json={"content": "The VPN gateway is vpn-02.", "owner": AGENT}
+    ).json()["memory"]["memory_id"]
+    found = _call(client, "memory_search", {"query": "VPN gateway", "minScore": 0.0})
+    mine = [r for r in found["results"] if r["path"] == f"memory/{one_line}.md"]
+    assert mine and mine[0]["citation"] == f"memory/{one_line}.md#L1"
 
 
 def test_memory_paths_read_back_with_line_slicing(client: TestClient[Litestar]) -> None:
@@ -182,7 +286,8 @@ def test_memory_paths_read_back_with_line_slicing(client: TestClient[Litestar]) 
     path = f"memory/{created['memory']['memory_id']}.md"
     assert _call(client, "memory_get", {"path": path})["text"].startswith("Runbook for the VPN")
     second = _call(client, "memory_get", {"path": path, "from": 2.0, "lines": 1.0})
-    assert second == {"text": "step one: open the portal", "path": path}
+    assert _body(second["text"]) == "step one: open the portal"
+    assert second["nextFrom"] == 3
     found = _call(client, "memory_search", {"query": "VPN runbook portal", "minScore": 0.0})
     mine = [r for r in found["results"] if r["path"] == path]
     assert mine and (mine[0]["startLine"], mine[0]["endLine"]) == (1, 3)
@@ -225,6 +330,19 @@ def test_feedback_is_recorded_and_the_fourth_search_is_learned(
     assert after.weights > before.weights
     assert after.overall.cache_hits == before.overall.cache_hits + 1
     assert fourth["results"][0]["path"] == used
+
+
+def test_feedback_names_the_retrieval_of_a_knowledge_block(client: TestClient[Litestar]) -> None:
+    # The plugin's start-of-turn block carries this retrieval id and its hits' paths.
+    block = client.post(
+        "/v1/context", json={"prompt": "How do we roll back a deploy?", "agent_id": AGENT}
+    ).json()
+    assert block["context"].startswith("<knowledge-graph>") and block["hits"]
+    path = block["hits"][0]["path"]
+    fed = _call(
+        client, "memory_feedback", {"retrievalId": block["retrieval_id"], "usedPaths": [path]}
+    )
+    assert fed["usedPaths"] == [path] and fed["usedIds"] and fed["duplicate"] is False
 
 
 def test_feedback_paths_citations_and_errors(client: TestClient[Litestar]) -> None:
@@ -273,7 +391,7 @@ def test_feedback_paths_citations_and_errors(client: TestClient[Litestar]) -> No
         ("memory_search", {"query": ""}),
         ("memory_search", {"query": 42}),
         ("memory_search", {"query": "x", "maxResults": 0}),
-        ("memory_search", {"query": "x", "minScore": 1.5}),
+        ("memory_search", {"query": "x", "corpus": "web"}),
         ("memory_search", {"query": "x", "maxResults": "six"}),
         ("memory_get", {"path": "MEMORY.md", "from": 0}),
         ("memory_get", {"path": "MEMORY.md", "lines": -2.0}),
@@ -335,13 +453,17 @@ def test_search_unavailable_answers_disabled_not_an_error(tmp_path: Path) -> Non
         assert down.post("/v1/memories", json={"content": "a fact"}).status_code == 201
         response = down.post("/v1/tools/memory_search", json={"query": "a fact", "maxResults": 6.0})
         assert response.status_code == 200
-        assert response.json() == {
+        answer = response.json()
+        assert answer.pop("warning") and answer.pop("action")
+        assert answer == {
             "results": [],
             "disabled": True,
+            "unavailable": True,
             "error": "the embedding model is unavailable",
         }
         assert down.post("/v1/tools/memory_search", json={"query": " "}).status_code == 400
-        assert down.post("/v1/tools/memory_get", json={"path": "MEMORY.md"}).json()["text"] == ""
+        missing = down.post("/v1/tools/memory_get", json={"path": "MEMORY.md"}).json()
+        assert missing == {"status": "not_found", "text": "", "path": "MEMORY.md"}
 
 
 def test_openclaw_manifest_declares_a_memory_plugin() -> None:
@@ -355,3 +477,10 @@ def test_openclaw_manifest_declares_a_memory_plugin() -> None:
     assert manifest["uiHints"]["apiKey"]["sensitive"] is True
     readme = (root / "README.md").read_text(encoding="utf-8")
     assert "plugins" in readme and '"memory": "' + manifest["id"] + '"' in readme
+    # The package OpenClaw installs: an ES module whose tools are all in the manifest.
+    package = json.loads((root / "package.json").read_text(encoding="utf-8"))
+    assert package["type"] == "module" and package["openclaw"]["extensions"] == ["./index.js"]
+    assert package["openclaw"]["compat"]["pluginApi"].startswith(">=")
+    source = (root / "index.js").read_text(encoding="utf-8")
+    registered = set(re.findall(r'^\s+name: "(memory_[a-z]+)",$', source, re.M))
+    assert registered == set(manifest["contracts"]["tools"]) == set(TOOL_NAMES)

@@ -65,8 +65,9 @@ class Settings(BaseSettings):
 
     host: str = "127.0.0.1"
     """Interface the HTTP server binds to."""
-    port: int = Field(default=18790, ge=0, le=65535)
-    """TCP port of the HTTP server."""
+    port: int = Field(default=18960, ge=0, le=65535)
+    """TCP port of the HTTP server. The default stays clear of OpenClaw's gateway (18789) and
+    the ports it derives from it (18790-18899), so both run on one machine."""
     auth: Literal["off", "required", "auto"] = "auto"
     """API keys: ``required``, ``off``, or ``auto`` (required unless ``host`` is a loopback
     address)."""

@@ -73,9 +73,7 @@ TOOLS: tuple[types.Tool, ...] = (
                 },
                 "minScore": {
                     "type": "number",
-                    "minimum": 0,
-                    "maximum": 1,
-                    "description": "Least score of a result (default 0.35).",
+                    "description": "Least score of a result, in [0, 1] (default 0.35).",
                 },
                 "sessionId": {
                     "type": "string",
@@ -92,8 +90,9 @@ TOOLS: tuple[types.Tool, ...] = (
         name="memory_get",
         description=(
             "Read a memory or document by the path memory_search returned, optionally only "
-            "some lines (from: first line, 1-based; lines: how many), to keep context small. "
-            "An unknown path gives empty text."
+            "some lines (from: first line, 1-based; lines: how many, default 120), to keep "
+            "context small. status=ok means the text was read (truncated=true: continue from "
+            "nextFrom); status=not_found means no such path."
         ),
         input_schema={
             "type": "object",
@@ -197,7 +196,7 @@ class HttpBackend:
     """Tools forwarded to a running tribal-memory server.
 
     Args:
-        base_url: The server, e.g. ``http://127.0.0.1:18790``.
+        base_url: The server, e.g. ``http://127.0.0.1:18960``.
         agent: Sent as ``X-Agent-Id`` (the owner the tools act for).
         api_key: Sent as ``Authorization: Bearer <key>`` when given.
         timeout_s: Longest wait for one call, in seconds.

@@ -56,7 +56,7 @@ def wait_until_healthy(
     """Poll ``GET url`` until it answers 200.
 
     Args:
-        url: A health URL, e.g. ``http://127.0.0.1:18790/health``.
+        url: A health URL, e.g. ``http://127.0.0.1:18960/health``.
         process: The server process; its exit ends the wait at once.
         timeout_s: Longest wait, in seconds.
         log_path: Named in the error (where the server's output went).

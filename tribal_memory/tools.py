@@ -5,23 +5,39 @@ sends; unknown fields are ignored) and the caller's owner, and returns a plain
 JSON-able dict in the tool's wire shape. The HTTP routes under ``/v1/tools/``
 and the MCP server both call :func:`call_tool`, so they answer alike.
 
-Shapes (numbers may arrive as floats: ``6.0`` is 6):
+Shapes (numbers may arrive as floats: ``6.0`` is 6). They follow OpenClaw's
+memory-core tools (2026.9.6) field for field where the agent reads them;
+``retrievalId`` is the one addition.
 
-``memory_search {query, maxResults=6, minScore=0.35}`` →
-``{results: [{path, startLine, endLine, score, snippet, source: "memory",
-citation}], provider, model, retrievalId, fallback?}``. ``score`` is the hit's
-fused hybrid score in [0, 1], higher is better; hits under ``minScore`` are
-dropped; ``maxResults`` above the ``max_k`` setting is capped to it.
-``snippet`` is the memory's text cut to :data:`SNIPPET_MAX_CHARS`.
-``citation`` is ``"Source: <path>#L<start>-L<end>"``. ``provider`` is
-:data:`PROVIDER`, ``model`` the embedding model id. ``fallback`` is present
-only when hybrid search ran on embeddings alone:
-``{"from": "hybrid", "reason": ...}``. When the store or the model fails the
-answer is ``{results: [], disabled: true, error}`` instead of an error.
+``memory_search {query, maxResults=6, minScore=0.35, corpus?, citations?}`` →
+``{results: [{path, startLine, endLine, score, vectorScore, textScore,
+snippet, source: "memory", corpus: "memory", citation?}], provider, model,
+mode, citations, retrievalId}``. ``score`` is the hit's fused hybrid score in
+[0, 1], higher is better; ``vectorScore`` and ``textScore`` its two parts on
+[0, 1] (0 when that part did not find it). Hits under ``minScore`` are
+dropped; a ``minScore`` outside [0, 1] is clamped to it; ``maxResults`` above
+the ``max_k`` setting is capped to it. ``snippet`` is the memory's text cut
+to :data:`SNIPPET_MAX_CHARS`. ``citations`` (``auto``, ``on`` or ``off``;
+``auto`` counts as on: the caller decides per chat) adds ``citation``
+(``<path>#L<a>-L<b>``, ``#L<a>`` for one line) and a ``Source: <citation>``
+line at the end of the snippet. ``mode`` is ``hybrid``, or ``vector-only``
+when BM25 could not run yet (too few memories). ``corpus``: ``memory`` and
+``all`` search the memories; ``wiki`` answers no results with a warning that
+no wiki corpus is registered; ``sessions`` answers unavailable (no session
+transcripts are held). When the store or the model fails the answer is
+memory-core's unavailable shape, ``{results: [], disabled: true, unavailable:
+true, error, warning, action}``, instead of an error.
 
-``memory_get {path, from?, lines?}`` → ``{text, path}``. ``from`` is a
-1-based line, ``lines`` a line count (both default to the whole text). An
-unknown path, or one the caller cannot see, gives ``{text: "", path}``.
+``memory_get {path, from?, lines?, corpus?}`` → ``{status: "ok", text, path,
+from, lines, truncated?, nextFrom?}``: at most :data:`READ_DEFAULT_LINES`
+lines from ``from`` (1-based, default 1) unless ``lines`` says otherwise, cut
+at whole lines to :data:`READ_MAX_CHARS` characters; when more follows,
+``truncated: true``, ``nextFrom`` (the next line to read) and a continuation
+notice at the end of ``text``. ``path`` comes back normalised (``./a//b.md``
+is ``a/b.md``). An unknown path, one the caller cannot see, or ``corpus:
+"wiki"`` gives ``{status: "not_found", text: "", path}``; a path escaping the
+workspace (``../x``) or a failed store ``{status: "error", text: "", path,
+code, error}``.
 
 ``memory_feedback {retrievalId, usedPaths}`` → ``{retrievalId, usedPaths,
 ignoredPaths, usedIds, duplicate, anchorsCreated}``: the paths are mapped to
@@ -53,7 +69,7 @@ from tribal_memory.errors import (
     NotFound,
     StoreUnavailable,
 )
-from tribal_memory.models import SHARED_OWNER, Memory, MemoryInput, SearchFilters
+from tribal_memory.models import SHARED_OWNER, Hit, Memory, MemoryInput, SearchFilters
 from tribal_memory.service import MemoryService
 
 SNIPPET_MAX_CHARS = 700
@@ -66,6 +82,16 @@ PROVIDER = "tribal-memory"
 """The ``provider`` reported by ``memory_search``."""
 MEMORY_DIR = "memory/"
 """Prefix of the virtual path of a memory: ``memory/<memory_id>.md``."""
+READ_DEFAULT_LINES = 120
+"""Lines ``memory_get`` returns when the call gives no ``lines`` (memory-core's window)."""
+READ_MAX_CHARS = 12_000
+"""Most characters of text ``memory_get`` returns (memory-core's budget)."""
+SEARCH_CORPORA = ("memory", "wiki", "all", "sessions")
+"""``corpus`` values ``memory_search`` accepts (memory-core's)."""
+READ_CORPORA = ("memory", "wiki", "all")
+"""``corpus`` values ``memory_get`` accepts (memory-core's)."""
+CITATION_MODES = ("auto", "on", "off")
+"""``citations`` values ``memory_search`` accepts (OpenClaw's ``memory.citations``)."""
 MAX_DOCUMENT_CHUNKS = 10_000
 """Most chunks read to reassemble one document for ``memory_get``."""
 TOOL_NAMES: tuple[str, ...] = ("memory_search", "memory_get", "memory_feedback", "memory_capture")
@@ -109,8 +135,8 @@ def line_span(memory: Memory) -> tuple[int, int]:
 
 
 def citation(path: str, start: int, end: int) -> str:
-    """``"Source: <path>#L<start>-L<end>"``."""
-    return f"Source: {path}#L{start}-L{end}"
+    """``"<path>#L<start>-L<end>"``, or ``"<path>#L<start>"`` for one line (as memory-core)."""
+    return f"{path}#L{start}" if start == end else f"{path}#L{start}-L{end}"
 
 
 def split_citation(text: str) -> tuple[str, tuple[int, int] | None]:
@@ -167,6 +193,14 @@ def _count(args: Mapping[str, Any], name: str) -> int | None:
     return math.floor(value)
 
 
+def _choice(args: Mapping[str, Any], name: str, allowed: Sequence[str]) -> str | None:
+    """An optional string that must be one of ``allowed``."""
+    value = _optional_string(args, name)
+    if value is not None and value not in allowed:
+        raise InvalidInput(f"{name} must be one of: {', '.join(allowed)}")
+    return value
+
+
 def _strings(args: Mapping[str, Any], name: str) -> list[str]:
     value = args.get(name)
     if value is None:
@@ -198,27 +232,43 @@ def memory_search(
 
     Args:
         service: The open service.
-        arguments: ``{query, maxResults?, minScore?, sessionId?}`` (``sessionId``:
-            the agent task, see ``memory_feedback``); other fields are ignored
-            (OpenClaw's ``corpus`` among them: there is one corpus).
+        arguments: ``{query, maxResults?, minScore?, corpus?, citations?,
+            sessionId?}`` (``sessionId``: the agent task, see
+            ``memory_feedback``); other fields are ignored.
         owner: The caller: its memories plus shared ones (None: every owner).
         learner: Whose learned data the search uses and feeds (None: ``owner``).
 
     Returns:
-        The search answer, or ``{results: [], disabled: true, error}`` when the
-        store or the embedding model is unavailable.
+        The search answer; memory-core's unavailable answer when the store or
+        the embedding model failed, or when ``corpus`` is ``sessions``.
 
     Raises:
-        InvalidInput: no query, an empty one, or a number out of range.
+        InvalidInput: no query, an empty one, a ``maxResults`` below 1, or an
+            unknown ``corpus`` or ``citations`` value.
         TooLarge: a query over ``max_content_chars``.
     """
     args = _args(arguments)
     query = _string(args, "query")
     max_results = _count(args, "maxResults") or DEFAULT_MAX_RESULTS
     min_score = _number(args, "minScore")
-    min_score = DEFAULT_MIN_SCORE if min_score is None else min_score
-    if not 0.0 <= min_score <= 1.0:
-        raise InvalidInput("minScore must be between 0 and 1")
+    min_score = DEFAULT_MIN_SCORE if min_score is None else min(1.0, max(0.0, min_score))
+    corpus = _choice(args, "corpus", SEARCH_CORPORA)
+    mode = _choice(args, "citations", CITATION_MODES) or "auto"
+    if corpus == "sessions":
+        return unavailable_answer(
+            "session transcripts are not held by tribal-memory",
+            warning="Session transcript search is unavailable: tribal-memory holds memories "
+            "and documents, not session transcripts.",
+            action="Search without corpus=sessions, or use the session history tools.",
+        )
+    if corpus == "wiki":
+        return {
+            "results": [],
+            "citations": mode,
+            "corpora": [{"corpus": "wiki", "outcome": "not-registered"}],
+            "warning": "No wiki corpus is registered with tribal-memory; "
+            "results do not cover that requested corpus.",
+        }
     k = min(max_results, service.settings.max_k)
     session_id = _optional_string(args, "sessionId")
     try:
@@ -232,60 +282,184 @@ def memory_search(
             session_id=session_id,
         )
     except (StoreUnavailable, EmbeddingError) as exc:
-        return {"results": [], "disabled": True, "error": exc.detail}
-    results: list[dict[str, Any]] = []
-    for hit in result.hits:
-        path = memory_path(hit.memory)
-        start, end = line_span(hit.memory)
-        results.append(
-            {
-                "path": path,
-                "startLine": start,
-                "endLine": end,
-                "score": min(1.0, max(0.0, float(hit.score))),
-                "snippet": hit.memory.content[:SNIPPET_MAX_CHARS],
-                "source": "memory",
-                "citation": citation(path, start, end),
-            }
-        )
-    answer: dict[str, Any] = {
-        "results": results,
+        return unavailable_answer(exc.detail)
+    return {
+        "results": [_search_result(hit, cite=mode != "off") for hit in result.hits],
         "provider": PROVIDER,
         "model": service.embedder.model_id,
+        "mode": "vector-only" if result.fallback is not None else "hybrid",
+        "citations": mode,
         "retrievalId": result.retrieval_id,
     }
-    if result.fallback is not None:
-        answer["fallback"] = {
-            "from": "hybrid",
-            "reason": "too few memories for full-text search; ranked by embeddings alone",
-        }
-    return answer
+
+
+def _search_result(hit: Hit, *, cite: bool) -> dict[str, Any]:
+    """One ``memory_search`` result for a hit (with its citation when ``cite``)."""
+    path = memory_path(hit.memory)
+    start, end = line_span(hit.memory)
+    snippet = hit.memory.content[:SNIPPET_MAX_CHARS]
+    result: dict[str, Any] = {
+        "path": path,
+        "startLine": start,
+        "endLine": end,
+        "score": _unit(hit.score),
+        "vectorScore": _unit(hit.vector_score or 0.0),
+        "textScore": _unit(hit.text_score or 0.0),
+        "snippet": snippet,
+        "source": "memory",
+        "corpus": "memory",
+    }
+    if cite:
+        result["citation"] = citation(path, start, end)
+        result["snippet"] = f"{snippet.rstrip()}\n\nSource: {result['citation']}"
+    return result
+
+
+def _unit(value: float) -> float:
+    return min(1.0, max(0.0, float(value)))
+
+
+def unavailable_answer(
+    error: str,
+    *,
+    warning: str = "Memory search is unavailable: the tribal-memory store or its "
+    "embedding model failed.",
+    action: str = "Check the tribal-memory server (its log and GET /health), then retry "
+    "memory_search.",
+) -> dict[str, Any]:
+    """memory-core's answer when memory cannot be searched: no results, and why.
+
+    Returns:
+        ``{results: [], disabled: true, unavailable: true, error, warning, action}``.
+    """
+    return {
+        "results": [],
+        "disabled": True,
+        "unavailable": True,
+        "error": error,
+        "warning": warning,
+        "action": action,
+    }
+
+
+def normalize_path(path: str) -> str | None:
+    """A path as an agent may write it, in the form results carry; None when it escapes.
+
+    Strips a citation (see :func:`split_citation`), turns backslashes into
+    slashes, and drops empty and ``.`` segments; ``..`` takes back the
+    segment before it. A leading ``/`` is dropped (paths are relative to the
+    workspace).
+
+    Returns:
+        The normalised path (``""`` for an empty one), or None when ``..``
+        climbs out of the workspace.
+    """
+    plain, _ = split_citation(path)
+    parts: list[str] = []
+    for part in plain.replace("\\", "/").split("/"):
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if not parts:
+                return None
+            parts.pop()
+            continue
+        parts.append(part)
+    return "/".join(parts)
 
 
 def memory_get(
     service: MemoryService, arguments: Mapping[str, Any] | None, *, owner: str | None
 ) -> dict[str, Any]:
-    """The text at a virtual path, optionally a line range of it.
+    """The text at a virtual path, a window of lines of it (see the module docstring).
 
     Args:
-        arguments: ``{path, from?, lines?}``: ``from`` a 1-based line,
+        arguments: ``{path, from?, lines?, corpus?}``: ``from`` a 1-based line,
             ``lines`` a count; floats are floored.
         owner: The caller (None: every owner).
 
     Returns:
-        ``{text, path}`` (``path`` as given); ``text`` is ``""`` for an
-        unknown or invisible path, or a range past the end.
+        ``{status: "ok", text, path, from, lines, truncated?, nextFrom?}``;
+        ``{status: "not_found", text: "", path}`` for an unknown or invisible
+        path; ``{status: "error", text: "", path, code, error}`` for a path
+        outside the workspace or a failed store.
 
     Raises:
-        InvalidInput: no path, or ``from``/``lines`` below 1.
+        InvalidInput: no path, ``from``/``lines`` below 1, an unknown ``corpus``.
     """
     args = _args(arguments)
-    path = _string(args, "path")
+    raw = _string(args, "path")
     first = _count(args, "from") or 1
-    count = _count(args, "lines")
-    lines = _lines_at(service, split_citation(path)[0], owner)
-    selected = lines[first - 1 : None if count is None else first - 1 + count]
-    return {"text": "\n".join(selected), "path": path}
+    count = _count(args, "lines") or READ_DEFAULT_LINES
+    corpus = _choice(args, "corpus", READ_CORPORA)
+    path = normalize_path(raw)
+    if path is None or not path:
+        return {
+            "status": "error",
+            "text": "",
+            "path": raw,
+            "code": "MEMORY_PATH_NOT_ALLOWED",
+            "error": "path must be a relative path inside the memory workspace",
+        }
+    not_found = {"status": "not_found", "text": "", "path": path}
+    if corpus == "wiki":
+        return not_found
+    try:
+        lines = _lines_at(service, path, owner)
+    except (StoreUnavailable, EmbeddingError) as exc:
+        return {
+            "status": "error",
+            "text": "",
+            "path": path,
+            "code": "MEMORY_READ_FAILED",
+            "error": exc.detail,
+        }
+    if not lines:
+        return not_found
+    return read_window(lines, path, first, count)
+
+
+def read_window(
+    lines: Sequence[str], path: str, first: int, count: int, max_chars: int = READ_MAX_CHARS
+) -> dict[str, Any]:
+    """``count`` lines from line ``first`` (1-based) of ``lines``, within ``max_chars``.
+
+    Whole lines are kept while they fit (one line at least, cut to
+    ``max_chars`` if it alone is longer). When lines remain past the window,
+    the answer has ``truncated: true``, ``nextFrom`` (the line to read next;
+    absent when a single line had to be cut) and a continuation notice
+    appended to a non-empty ``text``.
+
+    Returns:
+        ``{status: "ok", text, path, from, lines, truncated?, nextFrom?}``;
+        ``lines`` is how many lines ``text`` holds.
+    """
+    selected = list(lines[first - 1 : first - 1 + count])
+    more_after = first - 1 + len(selected) < len(lines)
+    kept, size = 0, 0
+    for line in selected:
+        grown = size + len(line) + (1 if kept else 0)
+        if kept and grown > max_chars:
+            break
+        kept, size = kept + 1, grown
+    cut_line = size > max_chars
+    text = "\n".join(selected[:kept])[:max_chars]
+    truncated = cut_line or kept < len(selected) or more_after
+    next_from = None if cut_line or not (more_after or kept < len(selected)) else first + kept
+    if truncated and text:
+        notice = (
+            f"[More content available. Use from={next_from} to continue.]"
+            if next_from is not None
+            else "[More content available. This line is longer than the read limit.]"
+        )
+        text = f"{text}\n\n{notice}"
+    answer: dict[str, Any] = {"status": "ok", "text": text, "path": path, "from": first}
+    answer["lines"] = kept
+    if truncated:
+        answer["truncated"] = True
+    if next_from is not None:
+        answer["nextFrom"] = next_from
+    return answer
 
 
 def _lines_at(service: MemoryService, path: str, owner: str | None) -> list[str]:
@@ -314,8 +488,10 @@ def document_lines(chunks: Sequence[Memory], owner: str | None) -> list[str]:
     whole (any line but its first and last) is taken as it is; a line only
     held in pieces (chunks start or end inside it) is joined from its pieces
     in chunk order, the words two pieces overlap on counted once. A chunk's first line lacks
-    its leading indentation unless another chunk holds the line whole; lines
-    no chunk covers (blank lines, headings without text) are empty.
+    its leading indentation unless another chunk holds the line whole. The
+    lines of headings with no text under them (a document's ``# Title``) come
+    from the ``heading_lines`` metadata of the chunk after them; other lines
+    no chunk covers (blank lines) are empty.
 
     Returns:
         The lines; [] when no chunk has line metadata.
@@ -333,6 +509,9 @@ def document_lines(chunks: Sequence[Memory], owner: str | None) -> list[str]:
     parts: dict[int, list[str]] = {}  # pieces of lines chunks start or end inside, in order
     last = 0
     for chunk in mine:
+        for number, text in _heading_lines(chunk):
+            whole.setdefault(number, text)
+            last = max(last, number)
         span = _line_metadata(chunk)
         assert span is not None  # filtered above
         start, end = span
@@ -356,6 +535,22 @@ def document_lines(chunks: Sequence[Memory], owner: str | None) -> list[str]:
                 line = _join(line, piece)
             lines.append(line)
     return lines
+
+
+def _heading_lines(chunk: Memory) -> list[tuple[int, str]]:
+    """The ``heading_lines`` metadata of a chunk: ``[[line, text], ...]``, sane pairs only."""
+    value = chunk.metadata.get("heading_lines")
+    if not isinstance(value, list):
+        return []
+    return [
+        (pair[0], pair[1])
+        for pair in value
+        if isinstance(pair, list)
+        and len(pair) == 2
+        and type(pair[0]) is int
+        and pair[0] >= 1
+        and isinstance(pair[1], str)
+    ]
 
 
 def _join(left: str, right: str) -> str:
@@ -422,6 +617,7 @@ def memory_feedback(
     used_ids: list[str] = []
     for raw in given:
         path, span = split_citation(raw)
+        path = normalize_path(path) or path
         if path not in by_path:
             ignored.append(path)
             continue

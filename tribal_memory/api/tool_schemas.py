@@ -23,52 +23,69 @@ Score = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
 
 class MemorySearchIn(msgspec.Struct):
     """``query``; ``maxResults`` (default 6, capped at ``max_k``; floats floored);
-    ``minScore`` in [0, 1] (default 0.35); ``sessionId``: the agent task (feedback
-    on any search of it may name what another returned). Other fields are ignored."""
+    ``minScore`` (default 0.35, clamped to [0, 1]); ``corpus`` (``memory``, ``all``,
+    ``wiki``, ``sessions``); ``citations`` (``auto``, ``on``, ``off``); ``sessionId``:
+    the agent task (feedback on any search of it may name what another returned).
+    Other fields are ignored."""
 
     query: str
     maxResults: float | None = None
     minScore: float | None = None
+    corpus: str | None = None
+    citations: str | None = None
     sessionId: str | None = None
 
 
-class MemorySearchResultOut(msgspec.Struct):
+class MemorySearchResultOut(msgspec.Struct, omit_defaults=True):
     """One hit: its virtual ``path`` and 1-based inclusive lines, fused ``score`` in
-    [0, 1] (higher is better), ``snippet`` (its text, at most 700 characters),
-    ``source`` (always ``memory``) and ``citation`` (``Source: <path>#L<a>-L<b>``)."""
+    [0, 1] (higher is better) and its parts ``vectorScore`` and ``textScore`` (each
+    on [0, 1], 0 when that part did not find it), ``snippet`` (its text, at most
+    700 characters, then ``Source: <citation>`` when citations are on), ``source``
+    and ``corpus`` (always ``memory``), and ``citation`` (``<path>#L<a>-L<b>``,
+    ``#L<a>`` for one line; absent when citations are off)."""
 
     path: str
     startLine: int
     endLine: int
     score: Score
+    vectorScore: Score
+    textScore: Score
     snippet: str
     source: Literal["memory"]
-    citation: str
+    corpus: Literal["memory"]
+    citation: str | None = None
 
 
-class FallbackOut(msgspec.Struct):
-    """How search fell back: ``from`` the mode asked for, and why."""
+class CorpusOutcomeOut(msgspec.Struct):
+    """How one requested corpus went (``not-registered``: not held here)."""
 
-    from_: str = msgspec.field(name="from")
-    reason: str
+    corpus: str
+    outcome: str
 
 
 class MemorySearchOut(msgspec.Struct, omit_defaults=True):
     """Hits best first (empty: nothing matched), or, when search is unavailable,
-    ``{results: [], disabled: true, error}``.
+    ``{results: [], disabled: true, unavailable: true, error, warning, action}``.
 
     ``provider``: ``tribal-memory``. ``model``: the embedding model id.
-    ``retrievalId``: pass it to ``memory_feedback``. ``fallback``: present when
-    hybrid search ran on embeddings alone.
+    ``mode``: ``hybrid``, or ``vector-only`` when BM25 could not run yet.
+    ``citations``: the citation mode applied. ``retrievalId``: pass it to
+    ``memory_feedback``. ``corpora`` and ``warning``: a requested corpus this
+    server does not hold.
     """
 
     results: list[MemorySearchResultOut]
     provider: str | None = None
     model: str | None = None
+    mode: str | None = None
+    citations: str | None = None
     retrievalId: str | None = None
-    fallback: FallbackOut | None = None
+    corpora: list[CorpusOutcomeOut] | None = None
     disabled: bool = False
+    unavailable: bool = False
     error: str | None = None
+    warning: str | None = None
+    action: str | None = None
 
 
 # -- memory_get -------------------------------------------------------------------------
@@ -76,18 +93,30 @@ class MemorySearchOut(msgspec.Struct, omit_defaults=True):
 
 class MemoryGetIn(msgspec.Struct):
     """``path`` (from memory_search, or ``memory/<id>.md``); ``from``: first line,
-    1-based; ``lines``: how many (default: to the end). Other fields are ignored."""
+    1-based; ``lines``: how many (default 120); ``corpus`` (``memory``, ``all``,
+    ``wiki``). Other fields are ignored."""
 
     path: str
     from_: float | None = msgspec.field(default=None, name="from")
     lines: float | None = None
+    corpus: str | None = None
 
 
-class MemoryGetOut(msgspec.Struct):
-    """The text at ``path`` (``""`` for an unknown or invisible path)."""
+class MemoryGetOut(msgspec.Struct, omit_defaults=True):
+    """``status``: ``ok`` (``text`` read), ``not_found`` (unknown or invisible path)
+    or ``error`` (``code`` and ``error`` say why). With ``ok``: ``from`` and
+    ``lines`` (the lines ``text`` holds); when more follows, ``truncated`` and
+    ``nextFrom`` (the line to continue from; absent when one line was cut)."""
 
+    status: Literal["ok", "not_found", "error"]
     text: str
     path: str
+    from_: int | None = msgspec.field(default=None, name="from")
+    lines: int | None = None
+    truncated: bool = False
+    nextFrom: int | None = None
+    code: str | None = None
+    error: str | None = None
 
 
 # -- memory_feedback ----------------------------------------------------------------------

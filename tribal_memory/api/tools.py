@@ -98,16 +98,19 @@ class ToolsController(Controller):
         (both in [0, 1], higher better), each with a virtual ``path`` that
         ``memory_get`` resolves. When the store or the embedding model is
         unavailable the answer is still 200: ``{results: [], disabled: true,
-        error}``.
+        unavailable: true, error, warning, action}``.
 
         Raises:
-            InvalidInput: 400, empty query or numbers out of range.
+            InvalidInput: 400, empty query, ``maxResults`` below 1, unknown
+                ``corpus`` or ``citations``.
             TooLarge: 413, query over ``max_content_chars``.
         """
         arguments = _present(
             query=data.query,
             maxResults=data.maxResults,
             minScore=data.minScore,
+            corpus=data.corpus,
+            citations=data.citations,
             sessionId=data.sessionId,
         )
         answer = tools.memory_search(service, arguments, owner=agent, learner=caller.learner)
@@ -117,7 +120,7 @@ class ToolsController(Controller):
         "/memory_get",
         sync_to_thread=True,
         status_code=HTTP_200_OK,
-        responses=error_responses(400, 403, 503),
+        responses=error_responses(400, 403),
     )
     def memory_get(
         self,
@@ -128,14 +131,17 @@ class ToolsController(Controller):
         """Text at a virtual path, ``lines`` lines from line ``from``; OpenClaw's ``memory_get``.
 
         ``memory/<id>.md`` is a memory's text; a document path is the document
-        reassembled from its chunks. An unknown or invisible path gives
-        ``{text: "", path}``.
+        reassembled from its chunks. At most 120 lines (or ``lines``) and
+        12,000 characters; ``truncated`` and ``nextFrom`` say where more
+        follows. An unknown or invisible path gives ``{status: "not_found",
+        text: "", path}``; a failed store ``status: "error"``.
 
         Raises:
-            InvalidInput: 400, ``from`` or ``lines`` below 1.
-            StoreUnavailable: 503.
+            InvalidInput: 400, ``from`` or ``lines`` below 1, unknown ``corpus``.
         """
-        arguments = _present(path=data.path, **{"from": data.from_}, lines=data.lines)
+        arguments = _present(
+            path=data.path, **{"from": data.from_}, lines=data.lines, corpus=data.corpus
+        )
         return msgspec.convert(tools.memory_get(service, arguments, owner=agent), MemoryGetOut)
 
     @post(

@@ -21,7 +21,7 @@ from tribal_memory.auth import auth_enabled
 from tribal_memory.cli.root import DataDirOption, JsonOption, _Run, app
 from tribal_memory.errors import InvalidInput
 
-DEFAULT_MCP_PORT = 18791
+DEFAULT_MCP_PORT = 18961
 """Port of ``mcp --transport http`` when ``--port`` is not given."""
 
 
@@ -45,7 +45,7 @@ def mcp(
     ctx: typer.Context,
     url: Annotated[
         str | None,
-        typer.Option(help="Forward to a running server (e.g. http://127.0.0.1:18790)."),
+        typer.Option(help="Forward to a running server (e.g. http://127.0.0.1:18960)."),
     ] = None,
     api_key: Annotated[
         str | None,

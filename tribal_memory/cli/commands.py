@@ -103,7 +103,7 @@ def serve(
         str | None, typer.Option(help="Interface to bind (default: 127.0.0.1).")
     ] = None,
     port: Annotated[
-        int | None, typer.Option(min=0, max=65535, help="TCP port (default: 18790).")
+        int | None, typer.Option(min=0, max=65535, help="TCP port (default: 18960).")
     ] = None,
     data_dir: DataDirOption = None,
     json_out: JsonOption = None,

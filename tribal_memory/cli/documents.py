@@ -116,7 +116,10 @@ def ingest(
     ] = Format.auto,
     root: Annotated[
         Path | None,
-        typer.Option(help="Record document paths relative to this (default: current dir)."),
+        typer.Option(
+            help="Record document paths relative to this. Default: relative to the directory "
+            "given (a file named on its own: to the current directory)."
+        ),
     ] = None,
     watch: Annotated[
         bool,
@@ -137,7 +140,6 @@ def ingest(
     changed files and a summary). Exit status 1 when a file failed.
     """
     run = _Run(ctx, data_dir, json_out)
-    root = root or Path.cwd()
     if watch:
         _watch(run, paths, owner=owner, root=root, fmt=format, max_seconds=max_seconds)
         return
@@ -145,11 +147,16 @@ def ingest(
         raise typer.BadParameter("only with --watch", param_hint="--max-seconds")
     started = time.perf_counter()
     conversations, rest = _split_locomo(paths, format)
-    documents: list[DocumentFile]
+    documents: list[DocumentFile] = []
+    skipped: list[Path] = []
     if format == Format.locomo:
-        documents, skipped = [], rest
+        skipped = rest
     else:
-        documents, skipped = document_files(rest, owner=owner, root=root)
+        for path in rest:
+            base = root or (path if path.is_dir() else Path.cwd())
+            found, other = document_files([path], owner=owner, root=base)
+            documents += found
+            skipped += other
     turns = _load_locomo(conversations)
     reporter = _Reporter(run, unchanged=False)
     with run.service() as service:
@@ -237,11 +244,12 @@ def _watch(
     paths: list[Path],
     *,
     owner: str | None,
-    root: Path,
+    root: Path | None,
     fmt: Format,
     max_seconds: float | None,
 ) -> None:
-    """``ingest --watch DIR``: sync DIR, then follow its changes until Ctrl-C."""
+    """``ingest --watch DIR``: sync DIR (paths relative to ``root``, default DIR), then
+    follow its changes until Ctrl-C."""
     from tribal_memory.ingest.sync import watch_directory
 
     if len(paths) != 1 or not paths[0].is_dir():
@@ -249,6 +257,7 @@ def _watch(
     if fmt == Format.locomo:
         raise typer.BadParameter("--watch reads documents, not LoCoMo", param_hint="--format")
     directory = paths[0]
+    root = root or directory
     reporter = _Reporter(run, unchanged=False)
 
     def ready() -> None:

@@ -10,7 +10,8 @@ chunk records where it came from::
     {"fragment_id": "<doc_id>-chunk-<n>", "heading": "Intro > Setup",
      "start_line": 12, "end_line": 30,      # 1-based, inclusive
      "section": 3, "tokens": 498,           # section index, model tokens
-     "page_start": 2, "page_end": 3}        # PDF only, 1-based, inclusive
+     "page_start": 2, "page_end": 3,        # PDF only, 1-based, inclusive
+     "heading_lines": [[1, "# Intro"]]}     # only when headings before it have no text
 
 Line numbers of a PDF refer to its extracted text: the lines of every page,
 pages one after another.
@@ -21,7 +22,9 @@ has that first chunk as parent; a section's first chunk has as parent the
 first chunk of the nearest enclosing (higher-level) section that has chunks,
 else None. A section holding nothing but its heading becomes no chunk (its
 title stays in the ``heading`` path of the sections below it), so a parent
-always names a chunk of the same document. Ids are
+always names a chunk of the same document; its line is kept in the
+``heading_lines`` of the next chunk (the last chunk when none follows), so
+that the document's text can be put back together line for line. Ids are
 :func:`~tribal_memory.models.memory_id_for` of owner and chunk text, the ids
 capture will give.
 """
@@ -306,6 +309,7 @@ def parse_document(
     doc_id = doc_id_for(source)
     ids = [memory_id_for(owner.strip(), chunk.content) for chunk in chunks]
     parents = _parent_ids(sections, chunks, ids)
+    bare_headings = _bare_headings(lines, sections, chunks)
     memories: list[MemoryInput] = []
     for index, chunk in enumerate(chunks):
         section = sections[chunk.section]
@@ -317,6 +321,8 @@ def parse_document(
             "section": chunk.section,
             "tokens": chunk.tokens,
         }
+        if bare_headings.get(index):
+            metadata["heading_lines"] = bare_headings[index]
         if pages:
             metadata["page_start"] = pages[chunk.start_line - 1]
             metadata["page_end"] = pages[chunk.end_line - 1]
@@ -333,6 +339,29 @@ def parse_document(
             )
         )
     return memories
+
+
+def _bare_headings(
+    lines: list[str], sections: list[Section], chunks: list[Chunk]
+) -> dict[int, list[list[int | str]]]:
+    """Heading lines no chunk holds (sections with nothing under their heading), by the
+    index of the chunk that keeps them: the next chunk after the line, else the last.
+
+    Returns:
+        ``{chunk index: [[1-based line, heading line text], ...]}``.
+    """
+    kept: dict[int, list[list[int | str]]] = {}
+    if not chunks:
+        return kept
+    for section in sections:
+        if section.has_body or not section.level:
+            continue
+        number = section.first_line + 1
+        index = next(
+            (i for i, chunk in enumerate(chunks) if chunk.start_line > number), len(chunks) - 1
+        )
+        kept.setdefault(index, []).append([number, lines[section.first_line]])
+    return kept
 
 
 def _parent_ids(sections: list[Section], chunks: list[Chunk], ids: list[str]) -> list[str | None]:
