@@ -50,7 +50,7 @@ from typing import Any
 
 import numpy as np
 
-from tribal_memory.bench.learn import BenchStore, locomo_stores, suite_stores
+from tribal_memory.bench.learn import BenchStore, load, locomo_stores, suite_stores
 from tribal_memory.bench.metrics import hit_at, recall_at
 from tribal_memory.config import Settings
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
@@ -89,9 +89,7 @@ def _pools(stores: list[BenchStore], label: str) -> list[dict[str, Any]]:
             tempfile.TemporaryDirectory(prefix="tribal-sim-") as tmp,
             MemoryService(Settings(data_dir=Path(tmp)), embedder=embedder) as service,
         ):
-            for start in range(0, len(store.memories), 64):
-                service.capture_batch(store.memories[start : start + 64])
-            service.optimize()
+            load(service, store.memories)
             filters = SearchFilters(owner=store.owner, include_shared=False)
             questions = []
             for split, asked in (("fed", store.fed), ("new", store.new)):
@@ -220,7 +218,7 @@ def _signals(fed: list[dict[str, Any]]) -> tuple[dict[str, Any], set[str]]:
 
 
 def evaluate(
-    stores: list[dict[str, Any]], point: dict[str, float], seeds: range, suite: bool
+    stores: list[dict[str, Any]], point: dict[str, float], seeds: list[int], suite: bool
 ) -> dict[str, Any]:
     """Mean recall@10 and hit@5 per set (new, new_fed, new_unfed) over the inner seeds."""
     per_seed = []
@@ -255,7 +253,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("path", type=Path, nargs="?", help="LoCoMo-format file")
     parser.add_argument("--suite", help="a project suite (e.g. team-facts) instead of a file")
-    parser.add_argument("--seeds", type=int, default=8, help="inner splits 1..N")
+    parser.add_argument(
+        "--seeds",
+        type=lambda text: [int(seed) for seed in text.split(",")],
+        default=list(range(1, 9)),
+        help="inner split seeds, comma-separated (default 1..8)",
+    )
     parser.add_argument("--grid", type=json.loads, default=None, help="JSON {setting: [values]}")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
@@ -267,7 +270,10 @@ def main() -> None:
     else:
         parser.error("give a LoCoMo-format PATH or --suite")
     pools = _pools(stores, label)
-    seeds = range(1, args.seeds + 1)
+    seeds = args.seeds
+    fed = [q for store in pools for q in store["questions"] if q["split"] == "fed"]
+    co_used = sum(len({e[0] for e in q["pool"][:SHOWN]} & set(q["gold"])) >= 2 for q in fed)
+    print(f"fed questions with 2 or more gold in the top {SHOWN}: {co_used} of {len(fed)}")
     results = []
     for values in itertools.product(*grid.values()):
         point = dict(zip(grid, values, strict=True))
@@ -286,7 +292,9 @@ def main() -> None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         report = {
             "dataset": args.suite or str(args.path),
-            "protocol": f"simulated usage signals, inner splits 1..{args.seeds} of the fed half",
+            "protocol": f"simulated usage signals, inner splits {seeds} of the fed half",
+            "fed_questions": len(fed),
+            "fed_with_two_or_more_gold_shown": co_used,
             "results": results,
         }
         args.out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")

@@ -34,6 +34,7 @@ from tribal_memory.bench.learn import (
     _replay,
     _Rows,
     _summary,
+    load,
     locomo_stores,
     suite_stores,
 )
@@ -109,9 +110,7 @@ def main() -> None:
             tempfile.TemporaryDirectory(prefix="tribal-tune-") as tmp,
             MemoryService(Settings(data_dir=Path(tmp)), embedder=embedder) as service,
         ):
-            for start in range(0, len(store.memories), 64):
-                service.capture_batch(store.memories[start : start + 64])
-            service.optimize()
+            load(service, store.memories)
             used, _, _ = _replay(service, store, rounds=3, feedback_k=AGENT_FEEDBACK_K)
             for point, point_rows in zip(points, rows, strict=True):
                 settings = Settings(data_dir=Path(tmp), **point)

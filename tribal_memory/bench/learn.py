@@ -203,6 +203,13 @@ def suite_stores(name: str, seed: int) -> list[BenchStore]:
     return [BenchStore(owner, memories, fed, new)]
 
 
+def load(service: MemoryService, memories: Sequence[MemoryInput]) -> None:
+    """Capture ``memories`` in batches of ``_BATCH``, then optimise so every row is indexed."""
+    for start in range(0, len(memories), _BATCH):
+        service.capture_batch(list(memories[start : start + _BATCH]))
+    service.optimize()
+
+
 def _keys(result: SearchResult) -> list[str]:
     return [str(h.memory.metadata.get("key")) for h in result.hits]
 
@@ -524,9 +531,7 @@ def run_learn_bench(
                 memories = store.memories
                 if agents == 2:
                     memories = [replace(m, owner=SHARED_OWNER) for m in memories]
-                for start in range(0, len(memories), _BATCH):
-                    service.capture_batch(memories[start : start + _BATCH])
-                service.optimize()
+                load(service, memories)
                 used, fed, total = _replay(service, store, rounds, feedback_k, session, agent=first)
                 gold_fed += fed
                 gold_total += total
