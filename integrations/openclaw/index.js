@@ -223,6 +223,20 @@ function createTools(api, ctx) {
     throw error;
   };
 
+  // A tool call forwarded to the server: its answer as the tool result; when the
+  // server cannot be reached, `whenDown(error, params)` answers instead (the shape
+  // memory-core gives when memory is unavailable); other errors are refused.
+  const answer = async (params, whenDown, ask) => {
+    try {
+      return toolResult(await ask());
+    } catch (error) {
+      if (error instanceof ServerUnavailable) return toolResult(whenDown(error, params));
+      return refused(error);
+    }
+  };
+  const forward = (name, fields, whenDown) => (_toolCallId, params, signal) =>
+    answer(params, whenDown, () => call(name, pick(params, fields), signal));
+
   const tools = [
     {
       name: "memory_search",
@@ -238,16 +252,15 @@ function createTools(api, ctx) {
           ...pick(params, ["query", "maxResults", "minScore", "corpus"]),
           citations: citationsOn(mode, ctx?.sessionKey) ? "on" : "off",
         };
-        try {
-          const answer = await call("memory_search", body, signal);
-          if (isObject(answer) && "citations" in answer) answer.citations = mode;
-          return toolResult(answer);
-        } catch (error) {
-          if (error instanceof ServerUnavailable) {
-            return toolResult({ results: [], ...unavailable(error, "memory search could not reach the tribal-memory server.") });
-          }
-          return refused(error);
-        }
+        const whenDown = (error) => ({
+          results: [],
+          ...unavailable(error, "memory search could not reach the tribal-memory server."),
+        });
+        return answer(params, whenDown, async () => {
+          const found = await call("memory_search", body, signal);
+          if (isObject(found) && "citations" in found) found.citations = mode;
+          return found;
+        });
       },
     },
     {
@@ -256,22 +269,13 @@ function createTools(api, ctx) {
       description:
         "Read a memory or workspace file by the path memory_search returned: at most 120 lines from `from` unless `lines` says otherwise. status=ok means the text was read (truncated=true: continue from nextFrom); status=not_found means no such path; status=error means the read failed.",
       parameters: GET_PARAMETERS,
-      async execute(_toolCallId, params, signal) {
-        try {
-          return toolResult(await call("memory_get", pick(params, ["path", "from", "lines", "corpus"]), signal));
-        } catch (error) {
-          if (error instanceof ServerUnavailable) {
-            return toolResult({
-              path: typeof params?.path === "string" ? params.path : "",
-              text: "",
-              status: "error",
-              code: "MEMORY_BACKEND_UNAVAILABLE",
-              error: error.message,
-            });
-          }
-          return refused(error);
-        }
-      },
+      execute: forward("memory_get", ["path", "from", "lines", "corpus"], (error, params) => ({
+        path: typeof params?.path === "string" ? params.path : "",
+        text: "",
+        status: "error",
+        code: "MEMORY_BACKEND_UNAVAILABLE",
+        error: error.message,
+      })),
     },
     {
       name: "memory_feedback",
@@ -279,16 +283,10 @@ function createTools(api, ctx) {
       description:
         "After answering with memory, report which memory_search results you actually used: the search's retrievalId and the paths (or citations) you used; usedPaths=[] when none helped. Memory learns from this, so the same and similar questions come back better and faster.",
       parameters: FEEDBACK_PARAMETERS,
-      async execute(_toolCallId, params, signal) {
-        try {
-          return toolResult(await call("memory_feedback", pick(params, ["retrievalId", "usedPaths"]), signal));
-        } catch (error) {
-          if (error instanceof ServerUnavailable) {
-            return toolResult({ recorded: false, ...unavailable(error, "the feedback was not recorded.") });
-          }
-          return refused(error);
-        }
-      },
+      execute: forward("memory_feedback", ["retrievalId", "usedPaths"], (error) => ({
+        recorded: false,
+        ...unavailable(error, "the feedback was not recorded."),
+      })),
     },
   ];
   if (settings.captureTool) {
@@ -298,16 +296,10 @@ function createTools(api, ctx) {
       description:
         "Store a durable fact, decision or preference in long-term memory (one short, self-contained statement). Storing the same text again changes nothing.",
       parameters: CAPTURE_PARAMETERS,
-      async execute(_toolCallId, params, signal) {
-        try {
-          return toolResult(await call("memory_capture", pick(params, ["content", "tags"]), signal));
-        } catch (error) {
-          if (error instanceof ServerUnavailable) {
-            return toolResult({ stored: false, ...unavailable(error, "the fact was not stored.") });
-          }
-          return refused(error);
-        }
-      },
+      execute: forward("memory_capture", ["content", "tags"], (error) => ({
+        stored: false,
+        ...unavailable(error, "the fact was not stored."),
+      })),
     });
   }
   return tools;
