@@ -22,8 +22,8 @@ from tribal_memory.bench.learn import suite_stores
 from tribal_memory.bench.metrics import hit_at
 from tribal_memory.config import Settings
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
-from tribal_memory.learned.layer import Retriever
 from tribal_memory.models import LearnedParts, SearchFilters
+from tribal_memory.retrieval import Retriever
 from tribal_memory.service import MemoryService
 
 
@@ -43,7 +43,7 @@ def sweep(suite: str, weights: list[float]) -> list[dict[str, float]]:
         service.optimize()
         for weight in weights:
             settings = Settings(data_dir=Path(tmp), vector_weight=weight)
-            service.retriever = Retriever(settings, service.db, service.store, model)
+            service.retriever = Retriever(settings, service.store, model, service.learner)
             halves: dict[str, list[float]] = {"inner": [], "outer": []}
             for number, question in enumerate(questions):
                 hits = service.search(

@@ -23,7 +23,7 @@ from tribal_memory.config import Settings
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
 from tribal_memory.ingest.locomo import LocomoQuestion, load_locomo
 from tribal_memory.models import Hit, SearchFilters
-from tribal_memory.retrieval import fuse
+from tribal_memory.retrieval.fusion import fuse
 from tribal_memory.service import MemoryService
 from tribal_memory.store.base import ScoredMemory
 

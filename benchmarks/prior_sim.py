@@ -17,11 +17,12 @@ learned layer's usage signals do to the plain ranking:
    seeds 1..N): the agent's feedback is the gold among the plain top 10 of
    each fed question; after three rounds a used (query, memory) weight is
    0.875 and a skipped one -0.271 (learning rate 0.5, penalty rate 0.1).
-3. A measured question's pool is re-scored the way ``Retriever._rank`` applies
-   the usage priors: ``score x (1 + min(max_boost, usage_w x used) - skip_w x
-   skipped)``, ``used`` and ``skipped`` each the memory's summed weights
-   capped at 1. Optionally a co-use lift: ``+ co_w x score x`` the best score
-   among the pool's memories used together with it for one fed question;
+3. A measured question's pool is re-scored the way
+   :func:`tribal_memory.retrieval.ranking.rank` applies the usage priors:
+   ``score x (1 + min(max_boost, usage_w x used) - skip_w x skipped)``,
+   ``used`` and ``skipped`` each the memory's summed weights capped at 1.
+   Optionally a co-use lift: ``+ co_w x score x`` the best score among the
+   pool's memories used together with it for one fed question;
    and optionally per-owner fusion weights (``fit_fusion`` 1: fitted over the
    pool, 2: within the shown top 10 only): the vector weight that ranks the
    used memories of the owner's fed questions highest re-fuses its measured

@@ -40,7 +40,8 @@ from tribal_memory.bench.learn import (
 )
 from tribal_memory.config import Settings
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
-from tribal_memory.learned.layer import Retriever
+from tribal_memory.learned.learner import Learner
+from tribal_memory.retrieval import Retriever
 from tribal_memory.service import MemoryService
 
 GRID: dict[str, list[Any]] = {
@@ -114,7 +115,8 @@ def main() -> None:
             used, _, _ = _replay(service, store, rounds=3, feedback_k=AGENT_FEEDBACK_K)
             for point, point_rows in zip(points, rows, strict=True):
                 settings = Settings(data_dir=Path(tmp), **point)
-                service.retriever = Retriever(settings, service.db, service.store, embedder)
+                service.learner = Learner(settings, service.db, service.store, embedder)
+                service.retriever = Retriever(settings, service.store, embedder, service.learner)
                 names = VARIANTS if len(points) == 1 else ("plain", "learned")
                 _measure(service, store, used, point_rows, names)
         # Conversation ids are evaluation data: progress names only their position.

@@ -27,7 +27,6 @@ from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
 from tribal_memory.errors import Conflict, InvalidInput, NotFound
 from tribal_memory.learned.expander import rule_variants
 from tribal_memory.learned.feedback import FeedbackTracker
-from tribal_memory.learned.layer import Retriever
 from tribal_memory.learned.query_cache import PastQuery
 from tribal_memory.learned.text import query_key, rewording_of, tokens
 from tribal_memory.models import (
@@ -35,9 +34,11 @@ from tribal_memory.models import (
     MemoryInput,
     MemoryPatch,
     SearchFilters,
+    SearchMode,
     SearchResult,
 )
-from tribal_memory.service import MemoryService, SearchMode
+from tribal_memory.retrieval import ranking
+from tribal_memory.service import MemoryService
 from tribal_memory.tables import QueryExpansionRow, QueryFactWeightRow
 
 OWNER = "agent-a"
@@ -255,11 +256,11 @@ def test_repeated_feedback_is_a_duplicate_and_changes_nothing(
     assert result.retrieval_id is not None
     first = service.record_usage_feedback(result.retrieval_id, [ids["deploy"]])
     before = weights(service)
-    entry_before = service.retriever.cache.get(OWNER, query_key(SHIP))
+    entry_before = service.learner.cache.get(OWNER, query_key(SHIP))
     again = service.record_usage_feedback(result.retrieval_id, [ids["deploy"]])
     assert not first.duplicate and again.duplicate
     assert before and weights(service) == before
-    entry_after = service.retriever.cache.get(OWNER, query_key(SHIP))
+    entry_after = service.learner.cache.get(OWNER, query_key(SHIP))
     assert entry_before is not None and entry_after is not None
     assert (entry_after.success_count, entry_after.failure_count) == (1, 0)
 
@@ -340,7 +341,7 @@ def test_memories_shown_and_skipped_lose_a_bounded_score_on_other_questions(
 
 
 def test_decayed_weight_halves_after_one_half_life(service: MemoryService) -> None:
-    tracker = service.retriever.feedback
+    tracker = service.learner.feedback
     t0 = datetime(2024, 3, 1, tzinfo=UTC)
     half_life = timedelta(days=tracker.half_life_days)
     assert tracker.decayed(0.8, t0, t0 + half_life) == pytest.approx(0.4)
@@ -352,10 +353,10 @@ def test_boosts_one_half_life_later_are_half_as_large(
 ) -> None:
     teach(service, SHIP, [ids["freeze"]])
     vector = service.embedder.embed(SHIP_SIMILAR, query=True)
-    similar = service.retriever.cache.similar(
+    similar = service.learner.cache.similar(
         OWNER, vector, min_similarity=service.settings.feedback_similarity
     )
-    tracker = service.retriever.feedback
+    tracker = service.learner.feedback
     now = datetime.now(UTC)
     fresh = tracker.boosts(OWNER, similar, now)
     later = tracker.boosts(OWNER, similar, now + timedelta(days=tracker.half_life_days))
@@ -389,15 +390,15 @@ def test_expansion_words_another_process_added_are_used(
     service: MemoryService, ids: dict[str, str]
 ) -> None:
     teach(service, SHIP, [ids["freeze"]])
-    retriever = service.retriever
+    learner = service.learner
     vector = service.embedder.embed(SHIP_SIMILAR, query=True)
-    similar = retriever.cache.similar(OWNER, vector, min_similarity=0.7)
-    counter = retriever.cache.generation_name(OWNER)
+    similar = learner.cache.similar(OWNER, vector, min_similarity=0.7)
+    counter = learner.cache.generation_name(OWNER)
 
     def variant() -> str | None:
         with service.db.session() as session:
             generation = read_generation(session, counter)
-        return retriever.expansions.variant(
+        return learner.expansions.variant(
             OWNER, similar, min_similarity=0.7, limit=3, generation=generation
         )
 
@@ -451,9 +452,9 @@ def test_pruned_outside_memories_could_not_have_been_hits(
     ]
     kept: list[int] = []
     every: list[int] = []
-    prune = Retriever._outside
+    prune = ranking.outside_ids
 
-    def counted(self: Retriever, learned: dict[str, Any], candidates: Any, *rest: Any) -> Any:
+    def counted(learned: dict[str, Any], candidates: Any, *rest: Any, **options: Any) -> Any:
         pooled = {c.memory.memory_id for c in candidates}
         outside = [
             i
@@ -461,7 +462,7 @@ def test_pruned_outside_memories_could_not_have_been_hits(
             if i not in pooled and (e.expansion or e.anchor or e.boost > 0)
         ]
         every.append(len(outside))
-        chosen = prune(self, learned, candidates, *rest) if pruning else outside
+        chosen = prune(learned, candidates, *rest, **options) if pruning else outside
         kept.append(len(chosen))
         return chosen
 
@@ -469,7 +470,7 @@ def test_pruned_outside_memories_could_not_have_been_hits(
         # Boosts decay between two searches by ~1e-10: compare scores rounded.
         return [(h.memory.memory_id, round(h.score, 6)) for h in hits]
 
-    monkeypatch.setattr(Retriever, "_outside", counted)
+    monkeypatch.setattr(ranking, "outside_ids", counted)
     pruning = True
     pruned = [ranked(svc.search(q, k=2, filters=MINE).hits) for q in questions]
     assert 0 < sum(kept) < sum(every)  # some memories were scored, some not
@@ -719,8 +720,8 @@ def test_deleting_a_memory_removes_its_anchors(service: MemoryService, ids: dict
     teach(service, SHIP, [deploy], times=2)
     assert len(service.anchors(deploy)) == 2
     service.delete(deploy)
-    assert service.retriever.anchors.anchors_of(deploy) == []
-    assert service.retriever.anchors.active_count() == 0
+    assert service.learner.anchors.anchors_of(deploy) == []
+    assert service.learner.anchors.active_count() == 0
 
 
 def test_manual_anchor_over_a_pending_learned_one_is_searched_at_once(
@@ -728,7 +729,7 @@ def test_manual_anchor_over_a_pending_learned_one_is_searched_at_once(
 ) -> None:
     deploy = ids["deploy"]
     teach(service, SHIP, [deploy])  # a pending learned anchor with this text
-    assert service.retriever.anchors.active_count() == 0
+    assert service.learner.anchors.active_count() == 0
     assert service.add_anchor(deploy, SHIP).active
     result = service.search(SHIP, k=8, filters=MINE, learned=LearnedParts.only("anchors"))
     hit = next(h for h in result.hits if h.memory.memory_id == deploy)

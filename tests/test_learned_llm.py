@@ -137,9 +137,9 @@ def test_search_ranks_a_memory_found_only_by_an_llm_variant(
     fake.content = f"{BADGE_VARIANT}\nkeyword two"
     svc, ids = llm_service(tmp_path, embedder, url, llm_timeout_s=5.0)
     with svc:
-        calls = svc.retriever.counters["llm_calls"]
+        calls = svc.learner.counters["llm_calls"]
         result = svc.search(ASKED, k=5, filters=MINE)
-        assert svc.retriever.counters["llm_calls"] == calls + 1
+        assert svc.learner.counters["llm_calls"] == calls + 1
         assert any(r["body"]["messages"][-1]["content"] == ASKED for r in fake.requests)
         badge = next(h for h in result.hits if h.memory.memory_id == ids["badge"])
         assert badge.text_score is None  # the question alone does not match it on BM25

@@ -237,17 +237,17 @@ def test_a_second_process_sees_learned_changes_at_once(
             for r in a.capture_batch([MemoryInput(fact, owner="ann") for fact in FACTS])
         ]
         b.store.refresh()
-        assert b.retriever.cache.past_queries("ann") is None  # cached: nothing yet
-        assert b.retriever.anchors.active_count() == 0
+        assert b.learner.cache.past_queries("ann") is None  # cached: nothing yet
+        assert b.learner.anchors.active_count() == 0
         _feedback_rounds(a, ids[0])
         # No waiting: B's in-process indexes notice A's writes at their next read.
-        past = b.retriever.cache.past_queries("ann")
+        past = b.learner.cache.past_queries("ann")
         assert past is not None and len(past.keys) == 1 and bool(past.eligible[0])
-        assert b.retriever.anchors.active_count() == 1
+        assert b.learner.anchors.active_count() == 1
         assert b.search(QUERY, filters=ANN, k=3).cached
         a.delete(ids[0])
-        assert b.retriever.cache.past_queries("ann") is None
-        assert b.retriever.anchors.active_count() == 0
+        assert b.learner.cache.past_queries("ann") is None
+        assert b.learner.anchors.active_count() == 0
         assert not b.search(QUERY, filters=ANN, k=3).cached
 
 

@@ -40,7 +40,7 @@ def test_feedback_rounds_and_updates_leave_few_small_fragments(
             # Each update rewrites one row into a fragment of its own.
             for i in range(round_index * 12, round_index * 12 + 12):
                 service.update(ids[i], MemoryPatch(tags=(f"round-{round_index}",)))
-        assert service.retriever.anchors.active_count() >= 30
+        assert service.learner.anchors.active_count() >= 30
         assert service.store.wait_for_maintenance(timeout_s=60)
         health = service.table_health()
         stats = service.stats()

@@ -85,7 +85,7 @@ class Caller:
         A non-admin key learns as its own owner whatever scope it searches (a
         search of only ``shared`` memories is still its own); None for admin
         keys and the open caller: the searched scope (see
-        :func:`tribal_memory.learned.layer.scope_of`).
+        :func:`tribal_memory.learned.learner.scope_of`).
         """
         return None if self.admin else self.owner
 

@@ -151,6 +151,10 @@ class Hit:
     anchor_match: float | None = None
 
 
+SearchMode = Literal["hybrid", "vector", "text"]
+"""Which paths a search runs: both fused (hybrid), vector only, or BM25 only (text)."""
+
+
 @dataclass(frozen=True, slots=True)
 class SearchResult:
     """Hits in rank order plus how they were found.
@@ -169,7 +173,7 @@ class SearchResult:
     """
 
     hits: tuple[Hit, ...]
-    mode: Literal["hybrid", "vector", "text"]
+    mode: SearchMode
     fallback: Literal["vector"] | None = None
     took_ms: float = 0.0
     variant: Literal["learned", "baseline"] = "baseline"

@@ -11,7 +11,6 @@ import dataclasses
 import os
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
-from typing import Literal
 
 from tribal_memory.auth import ApiKeys, Caller
 from tribal_memory.chunk_context import chunk_context
@@ -25,7 +24,7 @@ from tribal_memory.graph import RelationGraph
 from tribal_memory.learned import forget_cached, forget_learned
 from tribal_memory.learned.anchors import owners_for
 from tribal_memory.learned.feedback import RetrievalEvent
-from tribal_memory.learned.layer import Retriever, event_results, scope_of
+from tribal_memory.learned.learner import Learner, event_results, scope_of
 from tribal_memory.learned.stats import Bucket, RetrievalStats, retrieval_stats
 from tribal_memory.maintenance import ConsistencyReport, check_consistency, prune_orphans
 from tribal_memory.models import (
@@ -42,12 +41,14 @@ from tribal_memory.models import (
     Neighbor,
     Relation,
     SearchFilters,
+    SearchMode,
     SearchResult,
     StoreStats,
     Variant,
     memory_id_for,
 )
 from tribal_memory.near_duplicates import find_near_duplicates
+from tribal_memory.retrieval import Retriever, VariantPins
 from tribal_memory.store.lancedb import LanceMemoryStore
 from tribal_memory.transfer import ImportResult, Source, export_lines, import_source
 from tribal_memory.validation import (
@@ -61,8 +62,6 @@ from tribal_memory.validation import (
     check_time,
     validated_memory,
 )
-
-SearchMode = Literal["hybrid", "vector", "text"]
 
 
 def _now() -> datetime:
@@ -126,7 +125,9 @@ class MemoryService:
             raise
         self.graph = RelationGraph(self.db)
         self.keys = ApiKeys(self.db)
-        self.retriever = Retriever(settings, self.db, self.store, self.embedder)
+        self.learner = Learner(settings, self.db, self.store, self.embedder)
+        self.retriever = Retriever(settings, self.store, self.embedder, self.learner)
+        self.variants = VariantPins(settings, self.db)
         # Check-then-write sections: capture (is this content stored yet?), and delete
         # with every write that checks a memory exists and then stores a row pointing
         # at it (relate, feedback, anchors), so a concurrent delete cannot slip in
@@ -139,7 +140,7 @@ class MemoryService:
     def close(self) -> None:
         """Finish store maintenance, release database connections; unusable afterwards."""
         self.store.close()
-        self.retriever.close()
+        self.learner.close()
         self.db.close()
 
     def __enter__(self) -> MemoryService:
@@ -475,10 +476,10 @@ class MemoryService:
         """Hybrid (vector + BM25) search over memories passing ``filters``.
 
         Both paths fetch ``max(k, candidate_pool)`` candidates over the same
-        prefilter; :func:`tribal_memory.retrieval.fused_candidates` combines
+        prefilter; :func:`tribal_memory.retrieval.fusion.fused_candidates` combines
         them. With fewer than ``fts_min_rows`` visible memories, hybrid search
-        runs on vectors alone and reports ``fallback="vector"``. The learned
-        layer (:mod:`tribal_memory.learned.layer`) then applies the parts in
+        runs on vectors alone and reports ``fallback="vector"``. The retrieval
+        pipeline (:mod:`tribal_memory.retrieval.pipeline`) then applies the parts in
         ``learned``; None means the owner's A/B variant: the parts switched on
         in settings for ``learned``, none for ``baseline``. With no learned data
         yet, results equal plain search exactly. With ``context``, the result
@@ -509,7 +510,7 @@ class MemoryService:
         filters = filters or SearchFilters()
         learner = learner if learner is not None else scope_of(filters)
         if learned is None:
-            variant = self.retriever.variant_for(learner)
+            variant = self.variants.variant_for(learner)
             learned = self.settings.learned_parts if variant == "learned" else LearnedParts.none()
         result = self.retriever.search(
             query,
@@ -576,7 +577,7 @@ class MemoryService:
                 self.settings.learned_parts if result.variant == "learned" else LearnedParts.none()
             )
         )
-        retrieval_id = self.retriever.feedback.log(
+        retrieval_id = self.learner.feedback.log(
             owner=learner,
             query=query.strip(),
             variant=result.variant,
@@ -610,7 +611,7 @@ class MemoryService:
             Conflict: the retrieval already has feedback with other ids.
         """
         with self._references_lock:
-            return self.retriever.record_usage(retrieval_id, used_ids, owner=owner)
+            return self.learner.record_usage(retrieval_id, used_ids, owner=owner)
 
     def retrieval(self, retrieval_id: str, *, owner: str | None = None) -> RetrievalEvent:
         """The logged retrieval ``retrieval_id`` (its query, hits and any feedback).
@@ -618,7 +619,7 @@ class MemoryService:
         Raises:
             NotFound: unknown retrieval id, or one logged for another ``owner``.
         """
-        event = self.retriever.feedback.event(retrieval_id)
+        event = self.learner.feedback.event(retrieval_id)
         if event is None or (owner is not None and event.owner != owner):
             raise NotFound(f"no retrieval with id {retrieval_id}")
         return event
@@ -628,7 +629,7 @@ class MemoryService:
         those of every other retrieval of its owner and session; [] never raised."""
         ids = list(event.result_ids)
         if event.session_id is not None:
-            found = self.retriever.feedback.session_results(event.owner, event.session_id)
+            found = self.learner.feedback.session_results(event.owner, event.session_id)
             ids += [i for i in found if i not in set(ids)]
         return tuple(ids)
 
@@ -644,7 +645,7 @@ class MemoryService:
         """
         with self._references_lock:
             memory = self.get(memory_id, owner=owner)
-            return self.retriever.anchors.add(memory_id, text, memory.owner)
+            return self.learner.anchors.add(memory_id, text, memory.owner)
 
     def anchors(self, memory_id: str, *, owner: str | None = None) -> list[Anchor]:
         """Anchors of a memory that ``owner``'s searches use (None: every owner's), most used first.
@@ -656,7 +657,7 @@ class MemoryService:
         """
         self.get(memory_id, owner=owner)
         owners = owners_for(owner) if owner is not None else None
-        return self.retriever.anchors.anchors_of(memory_id, owners)
+        return self.learner.anchors.anchors_of(memory_id, owners)
 
     def remove_anchor(self, memory_id: str, text: str, *, owner: str | None = None) -> None:
         """Detach an anchor from a memory.
@@ -669,7 +670,7 @@ class MemoryService:
         """
         self.get(memory_id, owner=owner)
         owners = owners_for(owner) if owner is not None else None
-        if not self.retriever.anchors.remove(memory_id, text, owners):
+        if not self.learner.anchors.remove(memory_id, text, owners):
             raise NotFound(f"memory {memory_id} has no anchor {text!r}")
 
     def pin_variant(self, owner: str, variant: Variant | None) -> None:
@@ -681,7 +682,7 @@ class MemoryService:
         owner = check_owner(owner)
         if variant not in (None, "learned", "baseline"):
             raise InvalidInput(f"variant must be learned or baseline, not {variant!r}")
-        self.retriever.pin_variant(owner, variant)
+        self.variants.pin(owner, variant)
 
     def retrieval_stats(
         self,
@@ -708,14 +709,14 @@ class MemoryService:
             owner=owner,
             bucket=bucket,
             since=since,
-            counters=dict(self.retriever.counters),
+            counters=dict(self.learner.counters),
             min_successes=self.settings.cache_min_successes,
             min_success_rate=self.settings.cache_min_success_rate,
         )
 
     def variant_for(self, owner: str) -> Variant:
         """The A/B variant that serves ``owner``."""
-        return self.retriever.variant_for(owner)
+        return self.variants.variant_for(owner)
 
     # -- relations ----------------------------------------------------------------
 

@@ -16,7 +16,8 @@ from tribal_memory.api.errors import error_responses
 from tribal_memory.api.schemas import RecallRequest, SearchOut, SearchRequest
 from tribal_memory.auth import Caller
 from tribal_memory.errors import InvalidInput
-from tribal_memory.service import MemoryService, SearchMode
+from tribal_memory.models import SearchMode
+from tribal_memory.service import MemoryService
 
 
 def _search(

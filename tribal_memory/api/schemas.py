@@ -227,7 +227,7 @@ class HitOut(msgspec.Struct):
     """One ranked memory.
 
     ``score``: fused score that ranks the hit (in hybrid search with the
-    neighbour smoothing of ``tribal_memory.retrieval``). ``vector_score``: in
+    neighbour smoothing of ``tribal_memory.retrieval.fusion``). ``vector_score``: in
     hybrid search the cosine min-max normalised over the vector candidates, in
     ``vector`` mode the cosine clipped to [0, 1] (null when not a vector
     candidate). ``text_score``: in hybrid search BM25 min-max normalised over

@@ -57,9 +57,10 @@ from tribal_memory.models import (
     LearnedParts,
     MemoryInput,
     SearchFilters,
+    SearchMode,
     SearchResult,
 )
-from tribal_memory.service import MemoryService, SearchMode
+from tribal_memory.service import MemoryService
 
 DEPTH = 25
 CATEGORIES = (1, 2, 3, 4)

@@ -35,8 +35,8 @@ from tribal_memory.config import Settings
 from tribal_memory.embeddings.base import Embedder
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
 from tribal_memory.ingest.locomo import LocomoQuestion, LocomoSample, load_locomo
-from tribal_memory.models import SearchFilters
-from tribal_memory.service import MemoryService, SearchMode
+from tribal_memory.models import SearchFilters, SearchMode
+from tribal_memory.service import MemoryService
 
 CATEGORIES = (1, 2, 3, 4)
 DEPTH = 25

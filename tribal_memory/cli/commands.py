@@ -35,7 +35,7 @@ from tribal_memory.models import (
 )
 
 if TYPE_CHECKING:
-    from tribal_memory.service import SearchMode
+    from tribal_memory.models import SearchMode
 
 OwnerOption = Annotated[
     str | None, typer.Option("--owner", "-o", help="Only this owner's and shared memories.")

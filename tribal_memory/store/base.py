@@ -1,7 +1,7 @@
 """The memory store seam: where memories and their vectors live.
 
 A store never embeds: the service hands it vectors. It returns raw candidates
-(cosine similarity or BM25 score); fusion happens in :mod:`tribal_memory.retrieval`.
+(cosine similarity or BM25 score); fusion happens in :mod:`tribal_memory.retrieval.fusion`.
 """
 
 from __future__ import annotations

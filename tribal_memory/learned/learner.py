@@ -1,0 +1,251 @@
+"""The learner: what feedback on a retrieval teaches, and the signals it leaves (DESIGN §4).
+
+A :class:`Learner` owns the learned tables' four parts (query cache, feedback
+weights and usage priors, anchors, learned expansions) and the optional LLM
+expansion. :meth:`Learner.record_usage` turns one retrieval's usage feedback
+into all of them; the retrieval pipeline (:mod:`tribal_memory.retrieval`)
+reads them back as per-memory signals. Nothing here ranks memories.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from tribal_memory.config import Settings
+from tribal_memory.db import Database, read_generations
+from tribal_memory.embeddings.base import Embedder
+from tribal_memory.errors import Conflict, InvalidInput, NotFound
+from tribal_memory.learned.anchors import ALL_OWNERS, TEAM, AnchorIndex
+from tribal_memory.learned.anchors import GENERATION as ANCHORS_GENERATION
+from tribal_memory.learned.expander import (
+    ExpansionUnavailable,
+    LearnedExpansions,
+    LlmVariants,
+    rule_variants,
+)
+from tribal_memory.learned.feedback import FeedbackTracker
+from tribal_memory.learned.query_cache import PastQuery, QueryCache
+from tribal_memory.learned.text import content_terms, query_key, stem
+from tribal_memory.models import SHARED_OWNER, FeedbackResult, Hit, SearchFilters
+from tribal_memory.store.base import MemoryStore
+from tribal_memory.tables import utcnow
+
+
+def scope_of(filters: SearchFilters) -> str:
+    """The owner whose learned data a search with ``filters`` uses and feeds."""
+    return filters.owner if filters.owner is not None else ALL_OWNERS
+
+
+class Learner:
+    """The learned parts of one store and how feedback updates them.
+
+    Args:
+        settings: Learned-layer settings.
+        db: The SQL database (learned tables).
+        store: The memory store.
+        embedder: The embedding model (a fed-back query is embedded with ``query=True``).
+    """
+
+    def __init__(
+        self, settings: Settings, db: Database, store: MemoryStore, embedder: Embedder
+    ) -> None:
+        self.settings = settings
+        self._db = db
+        self._store = store
+        self._embedder = embedder
+        self.cache = QueryCache(
+            db,
+            min_successes=settings.cache_min_successes,
+            min_success_rate=settings.cache_min_success_rate,
+        )
+        self.feedback = FeedbackTracker(
+            db,
+            learning_rate=settings.feedback_learning_rate,
+            penalty_rate=settings.feedback_penalty_rate,
+            half_life_days=settings.feedback_half_life_days,
+            min_similarity=settings.feedback_similarity,
+            max_boost=settings.max_boost,
+            max_penalty=settings.max_penalty,
+        )
+        self.anchors = AnchorIndex(
+            db,
+            min_uses=settings.anchor_min_uses,
+            max_per_memory=settings.max_anchors_per_memory,
+            min_match=settings.anchor_min_match,
+        )
+        self.expansions = LearnedExpansions(db)
+        self.llm = (
+            LlmVariants(
+                settings.llm_url,
+                settings.llm_model,
+                api_key=settings.llm_api_key,
+                timeout_s=settings.llm_timeout_s,
+            )
+            if settings.llm_url and settings.llm_model
+            else None
+        )
+        self.counters: Counter[str] = Counter()
+        self._counter_lock = threading.Lock()
+
+    def generations(self, scope: str) -> tuple[int, int, int]:
+        """Change counters of ``scope``'s cache entries, the anchors and the team's entries.
+
+        One SQL statement; the in-memory learned indexes are rebuilt only
+        when their counter moved.
+        """
+        names = [
+            self.cache.generation_name(scope),
+            ANCHORS_GENERATION,
+            self.cache.generation_name(TEAM),
+        ]
+        with self._db.session() as session:
+            found = read_generations(session, names)
+        return found[names[0]], found[names[1]], found[names[2]]
+
+    def close(self) -> None:
+        """Close the LLM client, if any."""
+        if self.llm is not None:
+            self.llm.close()
+
+    def count(self, name: str) -> None:
+        """Add one to an in-process counter (reported by retrieval stats, e.g. ``llm_calls``)."""
+        with self._counter_lock:
+            self.counters[name] += 1
+
+    # -- feedback ---------------------------------------------------------------------
+
+    def record_usage(
+        self, retrieval_id: str, used_ids: Sequence[str], *, owner: str | None = None
+    ) -> FeedbackResult:
+        """Apply usage feedback to a logged retrieval (see ``MemoryService.record_usage_feedback``).
+
+        A used id may be a result of this retrieval or, when it was logged with
+        a ``session_id``, of any retrieval of the same owner and session (the
+        agent searched again and used what it found there): the query is then
+        linked to what was finally used.
+
+        Raises:
+            NotFound: unknown ``retrieval_id`` (or one of another owner).
+            InvalidInput: a used id no retrieval of the session returned.
+            Conflict: the retrieval already has different feedback.
+        """
+        event = self.feedback.event(retrieval_id)
+        if event is None or (owner is not None and event.owner != owner):
+            raise NotFound(f"no retrieval with id {retrieval_id}")
+        used = list(dict.fromkeys(used_ids))
+        results = event.result_ids
+        scores = {str(r["id"]): float(r["score"]) for r in event.results}
+        if event.session_id is not None and any(i not in scores for i in used):
+            found = self.feedback.session_results(event.owner, event.session_id)
+            scores = {**found, **scores}
+        strangers = [i for i in used if i not in scores]
+        if strangers:
+            where = (
+                f"any retrieval of session {event.session_id!r}"
+                if event.session_id is not None
+                else f"retrieval {retrieval_id}"
+            )
+            raise InvalidInput(f"memories {strangers} were not among the results of {where}")
+        unused = tuple(i for i in results if i not in set(used))
+        outcome = FeedbackResult(retrieval_id, tuple(used), unused)
+        now = utcnow()
+        if not self.feedback.mark_used(retrieval_id, used, now):
+            recorded = self.feedback.event(retrieval_id)
+            if recorded is not None and set(recorded.used_ids or ()) == set(used):
+                return replace(outcome, duplicate=True)
+            raise Conflict(
+                f"retrieval {retrieval_id} already has feedback with other memories; "
+                "feedback is recorded once per retrieval"
+            )
+        key = query_key(event.query)
+        penalised = [i for i in results[: self.settings.feedback_penalty_depth] if i in unused]
+        # Memories deleted since the retrieval are neither reinforced nor penalised:
+        # a weight row for them would point at nothing.
+        memories = self._store.get([*used, *penalised])
+        used_memories = [(memories[i], scores[i]) for i in used if i in memories]
+        embed = functools.cache(lambda: self._embedder.embed(event.query, query=True))
+        self.cache.record(event.owner, key, event.query, embed, used_memories, now=now)
+        self.feedback.reinforce(
+            event.owner,
+            key,
+            [i for i in used if i in memories],
+            [i for i in penalised if i in memories],
+            now,
+        )
+        if self.settings.team_learning and event.owner not in (SHARED_OWNER, ALL_OWNERS, TEAM):
+            # What this feedback says about shared memories, every owner's search may use.
+            team_used = [(m, score) for m, score in used_memories if m.owner == SHARED_OWNER]
+            team_penalised = [
+                i for i in penalised if i in memories and memories[i].owner == SHARED_OWNER
+            ]
+            if team_used or team_penalised:
+                self.cache.record(TEAM, key, event.query, embed, team_used, now=now)
+                self.feedback.reinforce(
+                    TEAM, key, [m.memory_id for m, _ in team_used], team_penalised, now
+                )
+        self.expansions.learn(event.owner, key, event.query, [m.content for m, _ in used_memories])
+        created = sum(
+            self.anchors.reinforce(m.memory_id, event.query, event.owner) for m, _ in used_memories
+        )
+        return replace(outcome, anchors_created=created)
+
+    def keyword_variants(
+        self, query: str, scope: str, similar: Sequence[PastQuery], generation: int | None
+    ) -> list[str]:
+        """Rewordings of ``query`` that add words to it, for its BM25 search.
+
+        From the rules (``expansion_rules``), the words learned from similar
+        past queries' used memories (``expansion_learned``) and the LLM, if
+        one is configured (an unavailable LLM is counted, not raised).
+        Variants whose content words the query already has are dropped: they
+        would match the same BM25 terms.
+
+        Args:
+            query: The query as asked.
+            scope: The owner whose learned expansions count.
+            similar: ``scope``'s past queries similar to ``query``, best first.
+            generation: The change counter of ``scope``'s learned rows (None: unknown).
+
+        Returns:
+            The variants, possibly [].
+        """
+        variants = rule_variants(query) if self.settings.expansion_rules else []
+        if self.settings.expansion_learned:
+            learned = self.expansions.variant(
+                scope,
+                similar,
+                min_similarity=self.settings.feedback_similarity,
+                limit=8,
+                generation=generation,
+            )
+            if learned:
+                variants.append(learned)
+        if self.llm is not None:
+            self.count("llm_calls")
+            try:
+                variants.extend(self.llm(query))
+            except ExpansionUnavailable:
+                self.count("llm_failures")
+        asked = {stem(t) for t in content_terms(query)}
+        return [v for v in variants if not {stem(t) for t in content_terms(v)} <= asked]
+
+
+def event_results(hits: Sequence[Hit]) -> list[dict[str, Any]]:
+    """The JSON form of hits stored with a retrieval event."""
+    return [
+        {
+            "id": h.memory.memory_id,
+            "rank": h.rank,
+            "score": round(h.score, 6),
+            "cached": h.cached,
+            "expanded_from": h.expanded_from,
+            "boost": round(h.boost, 6),
+            "anchor_match": h.anchor_match,
+        }
+        for h in hits
+    ]

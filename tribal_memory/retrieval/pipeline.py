@@ -1,0 +1,371 @@
+"""The retrieval pipeline: plain hybrid search with the learned signals on top (DESIGN §3-4).
+
+:meth:`Retriever.search` runs these stages, each a method of its own:
+
+1. **state** — the scope's change counters and past queries (one SQL
+   statement while they hold: the in-memory indexes are kept per generation).
+2. **exact cache** — an eligible cache entry for the exact query key answers
+   at once (no embedding, no store query).
+3. **start** — the anchors matched in memory; the count and the BM25 search
+   started on the store's event loop while the query is embedded; BM25 falls
+   back to vector only when too few memories pass the filters.
+4. **semantic cache** — an eligible entry whose query is at least
+   ``semantic_cache_threshold`` similar and a rewording of this one answers.
+5. **signals** — the vector search and the keyword variants' BM25 searches
+   start; meanwhile this thread reads anchors, feedback boosts (the owner's
+   and, on shared memories, the team's) into :class:`.signals.Signals`.
+6. **fusion** — vector and BM25 candidates (``candidate_pool`` each) fused
+   and smoothed over adjacent memories (:mod:`.fusion`).
+7. **pool signals** — the variants' BM25 evidence, and the usage priors of
+   the pool's memories.
+8. **ranking** — gains added and the top ``k`` chosen (:mod:`.ranking`).
+
+Stages 2, 4 and the feedback part of 5 stay off until the scope (owner) has
+past queries with feedback, and anchors until some exist, so with no learned
+data a search is exactly plain search.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Literal
+
+from tribal_memory.config import Settings
+from tribal_memory.embeddings.base import Embedder, Vector
+from tribal_memory.learned.anchors import ALL_OWNERS, TEAM, AnchorMatch, owners_for
+from tribal_memory.learned.learner import Learner, scope_of
+from tribal_memory.learned.query_cache import CacheEntry, PastQueries, PastQuery
+from tribal_memory.learned.text import query_key, rewording_of
+from tribal_memory.models import (
+    SHARED_OWNER,
+    Hit,
+    LearnedParts,
+    SearchFilters,
+    SearchMode,
+    SearchResult,
+    Variant,
+)
+from tribal_memory.retrieval import signals as sig
+from tribal_memory.retrieval.fusion import (
+    Candidate,
+    Normalisation,
+    fused_candidates,
+    smooth_neighbours,
+)
+from tribal_memory.retrieval.ranking import rank
+from tribal_memory.store.base import MemoryStore, ScoredMemory
+from tribal_memory.tables import utcnow
+
+
+@dataclass(slots=True)
+class _Search:
+    """One search as it passes the stages: the request, then what each stage found."""
+
+    query: str
+    k: int
+    filters: SearchFilters
+    mode: SearchMode
+    min_score: float
+    parts: LearnedParts
+    scope: str
+    started: float
+    key: str = ""
+    pool: int = 0
+    # 1. state
+    past: PastQueries | None = None
+    team_past: PastQueries | None = None
+    cache_generation: int | None = None
+    anchors_generation: int | None = None
+    team_generation: int | None = None
+    # 3. start
+    anchored: list[AnchorMatch] = field(default_factory=list)
+    vector: Vector | None = None
+    passing: int | None = None
+    fallback: Literal["vector"] | None = None
+    text_search: Future[list[ScoredMemory]] | None = None
+    # 4. semantic cache
+    similar: list[PastQuery] = field(default_factory=list)
+    team_similar: list[PastQuery] = field(default_factory=list)
+    # 5. signals
+    vector_search: Future[list[ScoredMemory]] | None = None
+    expanding: list[sig.VariantSearch] = field(default_factory=list)
+    priors: list[tuple[str, int | None]] = field(default_factory=list)
+    """``(owner, cache generation)`` whose usage priors count (read in stage 7)."""
+
+    @property
+    def has_past(self) -> bool:
+        """Whether the scope has past queries with feedback."""
+        return self.past is not None and bool(self.past.keys)
+
+    @property
+    def plain_filters(self) -> bool:
+        """Whether the filters are owner/shared only (a cached answer may serve them)."""
+        f = self.filters
+        return f == SearchFilters(owner=f.owner, include_shared=f.include_shared)
+
+
+class Retriever:
+    """Plain and learned retrieval over one store.
+
+    Args:
+        settings: Fusion and learned-layer settings.
+        store: The memory store.
+        embedder: The embedding model (queries are embedded with ``query=True``).
+        learner: The learned parts whose signals the search reads.
+    """
+
+    def __init__(
+        self, settings: Settings, store: MemoryStore, embedder: Embedder, learner: Learner
+    ) -> None:
+        self.settings = settings
+        self._store = store
+        self._embedder = embedder
+        self._learner = learner
+
+    def search(
+        self,
+        query: str,
+        *,
+        k: int,
+        filters: SearchFilters,
+        mode: SearchMode,
+        min_score: float,
+        parts: LearnedParts,
+        learner: str | None = None,
+    ) -> SearchResult:
+        """Search with the given learned parts (all off: plain search).
+
+        Args:
+            query: The question, as asked.
+            k: Hits to return.
+            filters: Prefilter of both paths (owner/shared, tags, kind, time...).
+            mode: ``hybrid``, ``vector`` or ``text`` (BM25).
+            min_score: Hits scoring below this are dropped, in [0, 1].
+            parts: The learned parts to use.
+            learner: The owner whose learned data the search uses (None: the
+                scope of ``filters``, see :func:`scope_of`).
+
+        Returns:
+            A :class:`SearchResult`, hits best first with scores in [0, 1];
+            see :class:`tribal_memory.models.Hit` for what the learned fields
+            mean. ``took_ms`` is wall time in ms. No match: no hits.
+        """
+        q = _Search(
+            query,
+            k,
+            filters,
+            mode,
+            min_score,
+            parts,
+            scope=learner if learner is not None else scope_of(filters),
+            started=time.perf_counter(),
+            key=query_key(query),
+            pool=max(k, self.settings.candidate_pool),
+        )
+        self._read_state(q)
+        answer = self._exact_cache(q)
+        if answer is not None:
+            return answer
+        self._start(q)
+        answer = self._semantic_cache(q)
+        if answer is not None:
+            return answer
+        signals = self._signals(q)
+        candidates = self._fuse(q)
+        self._pool_signals(q, signals, candidates)
+        hits = self._rank(q, candidates, signals)
+        took_ms = (time.perf_counter() - q.started) * 1000
+        return SearchResult(tuple(hits), q.mode, q.fallback, took_ms, variant=_variant(q))
+
+    # -- stages -------------------------------------------------------------------------
+
+    def _read_state(self, q: _Search) -> None:
+        """Stage 1: change counters (one SQL statement) and past queries of the scope."""
+        if not q.parts.any:
+            return
+        generations = self._learner.generations(q.scope)
+        q.cache_generation, q.anchors_generation, q.team_generation = generations
+        q.past = self._learner.cache.past_queries(q.scope, generation=q.cache_generation)
+        if self._pools_team(q) and q.parts.feedback:
+            q.team_past = self._learner.cache.past_queries(TEAM, generation=q.team_generation)
+
+    def _exact_cache(self, q: _Search) -> SearchResult | None:
+        """Stage 2: the cached answer of the exact query key, if eligible (no SQL on a miss)."""
+        if not (q.parts.cache and q.plain_filters and q.past is not None):
+            return None
+        if q.key not in q.past.eligible_keys:
+            return None
+        entry = self._learner.cache.lookup(q.scope, q.key)
+        return self._cached(q, entry) if entry is not None else None
+
+    def _start(self, q: _Search) -> None:
+        """Stage 3: match anchors, start the count and BM25, embed the query."""
+        if q.parts.anchors:
+            q.anchored = self._learner.anchors.search(
+                q.query, q.pool, owners=owners_for(q.scope), generation=q.anchors_generation
+            )
+        need_vector = q.mode != "text" or q.has_past or bool(q.anchored)
+        # The count (for the BM25 fallback and the store's exact-or-index choice)
+        # and BM25 run on the store's event loop while the query is embedded.
+        counting = self._store.start_count(q.filters) if q.mode != "text" else None
+        if q.mode != "vector":
+            q.text_search = self._store.start_text_search(q.query, q.filters, q.pool)
+        q.vector = self._embedder.embed(q.query, query=True) if need_vector else None
+        q.passing = counting.result() if counting is not None else None
+        if q.mode == "hybrid" and q.passing is not None and q.passing < self.settings.fts_min_rows:
+            q.mode, q.fallback, q.text_search = "vector", "vector", None
+
+    def _semantic_cache(self, q: _Search) -> SearchResult | None:
+        """Stage 4: find similar past queries; a cached rewording of this query answers."""
+        s = self.settings
+        if q.vector is None:
+            return None
+        if q.past is not None:
+            threshold = min(s.semantic_cache_threshold, s.feedback_similarity)
+            q.similar = q.past.similar(q.vector, min_similarity=threshold)
+        if q.team_past is not None:
+            q.team_similar = q.team_past.similar(q.vector, min_similarity=s.feedback_similarity)
+        closest = q.similar[0] if q.similar else None
+        if (
+            q.parts.cache
+            and closest is not None
+            and closest.eligible
+            and closest.similarity >= s.semantic_cache_threshold
+            and q.plain_filters
+            and rewording_of(q.query, closest.text)
+        ):
+            entry = self._learner.cache.get(q.scope, closest.key)
+            if entry is not None:
+                return self._cached(q, entry)
+        return None
+
+    def _signals(self, q: _Search) -> sig.SignalMap:
+        """Stage 5: start the vector and variant searches, then read anchors and feedback.
+
+        The store's event loop runs the searches while this thread reads the
+        learned tables.
+        """
+        if q.mode != "text" and q.vector is not None:
+            q.vector_search = self._store.start_vector_search(
+                q.vector, q.filters, q.pool, passing=q.passing
+            )
+        if q.parts.expansion and q.has_past and q.mode != "vector":
+            variants = self._learner.keyword_variants(
+                q.query, q.scope, q.similar, q.cache_generation
+            )
+            q.expanding = [
+                (v, self._store.start_text_scores(v, q.filters, q.pool)) for v in variants
+            ]
+        signals: sig.SignalMap = {}
+        sig.add_anchors(signals, q.anchored)
+        feedback = self._learner.feedback
+        prior_weight = self.settings.usage_prior_weight
+        if q.parts.feedback and q.has_past:
+            boosts = feedback.boosts(q.scope, q.similar, utcnow(), generation=q.cache_generation)
+            sig.add_boosts(signals, boosts)
+            if prior_weight > 0:
+                q.priors.append((q.scope, q.cache_generation))
+        if q.team_past is not None:
+            # The team's signals are on shared memories only.
+            boosts = feedback.boosts(TEAM, q.team_similar, utcnow(), generation=q.team_generation)
+            sig.add_boosts(signals, boosts, merge=True)
+            if prior_weight > 0:
+                q.priors.append((TEAM, q.team_generation))
+        return signals
+
+    def _fuse(self, q: _Search) -> list[Candidate]:
+        """Stage 6: fused candidates of the started vector and BM25 searches, best first."""
+        s = self.settings
+        vector_part = q.vector_search.result() if q.vector_search is not None else []
+        text_part = q.text_search.result() if q.text_search is not None else []
+        if q.mode == "hybrid":
+            fused = fused_candidates(
+                vector_part,
+                text_part,
+                method=s.fusion,
+                vector_weight=s.vector_weight,
+                rrf_k=s.rrf_k,
+                normalisation=s.fusion_normalisation,
+            )
+            return smooth_neighbours(fused, s.neighbour_weight)
+        weight = 1.0 if q.mode == "vector" else 0.0
+        return fused_candidates(vector_part, text_part, vector_weight=weight)
+
+    def _pool_signals(
+        self, q: _Search, signals: sig.SignalMap, candidates: Sequence[Candidate]
+    ) -> None:
+        """Stage 7: the variants' BM25 evidence and the pool's usage priors into ``signals``.
+
+        Only the pool's memories get a prior (a prior reorders what the query
+        retrieved itself), so only theirs are read.
+        """
+        sig.add_expansion(
+            signals,
+            q.expanding,
+            weight=self.settings.expansion_weight,
+            normalisation=self._normalisation(q),
+        )
+        if not q.priors:
+            return
+        ids = [c.memory.memory_id for c in candidates]
+        now = utcnow()
+        feedback = self._learner.feedback
+        found = [feedback.priors(owner, now, ids, generation=g) for owner, g in q.priors]
+        sig.add_priors(signals, ids, found)
+
+    def _rank(self, q: _Search, candidates: list[Candidate], signals: sig.SignalMap) -> list[Hit]:
+        """Stage 8: gains added, memories from outside the pool scored, the top ``k``."""
+        vector = q.vector
+        score_ids = (
+            (lambda ids: self._store.score_ids(vector, ids, q.filters))
+            if vector is not None
+            else None
+        )
+        return rank(
+            candidates,
+            signals,
+            settings=self.settings,
+            vector_weight=self._vector_weight(q.mode),
+            normalisation=self._normalisation(q),
+            k=q.k,
+            min_score=q.min_score,
+            score_ids=score_ids,
+        )
+
+    # -- helpers ------------------------------------------------------------------------
+
+    def _pools_team(self, q: _Search) -> bool:
+        """Whether this search reads the team's signals (on shared memories)."""
+        return (
+            self.settings.team_learning
+            and q.scope not in (ALL_OWNERS, SHARED_OWNER, TEAM)
+            and q.filters.include_shared
+        )
+
+    def _cached(self, q: _Search, entry: CacheEntry) -> SearchResult:
+        kept = [
+            h
+            for h in entry.hits
+            if h.score >= q.min_score and q.filters.admits_owner(h.memory.owner)
+        ]
+        hits = [Hit(h.memory, h.score, rank, cached=True) for rank, h in enumerate(kept[: q.k], 1)]
+        took_ms = (time.perf_counter() - q.started) * 1000
+        return SearchResult(tuple(hits), q.mode, None, took_ms, variant=_variant(q), cached=True)
+
+    def _normalisation(self, q: _Search) -> Normalisation:
+        """How this search's fusion put each part on [0, 1]."""
+        return self.settings.fusion_normalisation if q.mode == "hybrid" else "max"
+
+    def _vector_weight(self, mode: SearchMode) -> float:
+        if mode == "vector":
+            return 1.0
+        if mode == "text":
+            return 0.0
+        return self.settings.vector_weight if self.settings.fusion == "weighted" else 0.5
+
+
+def _variant(q: _Search) -> Variant:
+    return "learned" if q.parts.any else "baseline"

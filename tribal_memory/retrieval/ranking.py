@@ -1,0 +1,178 @@
+"""Ranking: plain candidates plus their learned signals into the final hits.
+
+Each memory's gain, added to its fused score (then clipped to [0, 1]):
+
+- expansion: ``max(0, expansion - text) x (1 - vector_weight)``, i.e. a
+  keyword variant counts as BM25 evidence only where it beats the query's
+  own BM25 part;
+- anchors: ``anchor_weight x anchor match``;
+- feedback: the boost of similar past queries plus ``usage_prior_weight x
+  used`` (capped at ``max_boost``), a positive total scaled by the memory's
+  relevance ``(1 - gate) + gate x fused score``, minus ``skip_prior_weight x
+  skipped x relevance``.
+
+Memories the signals bring in from outside the candidate pool are scored
+against the query vector, but only those whose gain could lift them into the
+top ``k`` (:func:`outside_ids`).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+
+from tribal_memory.config import Settings
+from tribal_memory.models import Hit
+from tribal_memory.retrieval.fusion import Candidate, Normalisation, top_hits, vector_scale
+from tribal_memory.retrieval.signals import SignalMap, Signals
+from tribal_memory.store.base import ScoredMemory
+
+ScoreIds = Callable[[Sequence[str]], Sequence[ScoredMemory]]
+"""Scores these memory ids against the query vector (cosine), those passing the filters."""
+
+
+def rank(
+    candidates: list[Candidate],
+    signals: SignalMap,
+    *,
+    settings: Settings,
+    vector_weight: float,
+    normalisation: Normalisation,
+    k: int,
+    min_score: float,
+    score_ids: ScoreIds | None,
+) -> list[Hit]:
+    """The top ``k`` hits of ``candidates`` (fused, best first) once ``signals`` count.
+
+    Args:
+        candidates: The plain pool, fused scores in [0, 1], best first.
+        signals: Learned signals per memory id; may name memories outside the pool.
+        settings: The learned weights (``anchor_weight``, ``max_boost``, priors, gate).
+        vector_weight: Weight of the vector part in this search's fusion, in [0, 1].
+        normalisation: How this search's fusion scaled each part.
+        k: Hits to return.
+        min_score: Hits scoring below this are dropped.
+        score_ids: Scores memories from outside the pool (None: none is brought in).
+
+    Returns:
+        Up to ``k`` hits, score in [0, 1] descending (ties: memory id), each
+        carrying its ``boost``, ``anchor_match`` and ``expanded_from``; [] when
+        nothing scores ``min_score``. ``signals`` is updated in place (net boosts).
+    """
+    if not signals:
+        return _hits(candidates, {}, k, min_score)
+    fold_priors(candidates, signals, settings)
+    text_weight = 1.0 - vector_weight
+    rescored = [
+        gained(c, signals.get(c.memory.memory_id), text_weight, settings) for c in candidates
+    ]
+    outside = outside_ids(
+        signals,
+        candidates,
+        rescored,
+        settings=settings,
+        vector_weight=vector_weight,
+        normalisation=normalisation,
+        floor=_floor(rescored, k, min_score),
+    )
+    if outside and score_ids is not None:
+        to_vector = vector_scale(candidates, normalisation)
+        for scored in score_ids(outside):
+            part = to_vector(scored.score)
+            found = Candidate(scored.memory, vector_weight * part, vector=part, cosine=scored.score)
+            rescored.append(gained(found, signals[scored.memory.memory_id], text_weight, settings))
+    rescored.sort(key=lambda c: (-c.score, c.memory.memory_id))
+    return _hits(rescored, signals, k, min_score)
+
+
+def fold_priors(candidates: Sequence[Candidate], signals: SignalMap, settings: Settings) -> None:
+    """Fold each memory's usage prior into its ``boost`` and gate the boost by relevance.
+
+    Relevance is ``(1 - gate) + gate x own fused score`` (0 for memories
+    outside the pool), so a boost mostly reorders what the query found itself.
+    """
+    s = settings
+    by_id = {c.memory.memory_id: c.score for c in candidates}
+    gate = s.boost_relevance_gate
+    for memory_id, info in signals.items():
+        relevance = (1.0 - gate) + gate * by_id.get(memory_id, 0.0)
+        prior = info.prior  # only the pool's memories have one
+        if prior is not None:
+            info.boost = min(s.max_boost, info.boost + s.usage_prior_weight * prior.used)
+        if info.boost > 0:
+            info.boost *= relevance
+        if prior is not None:
+            info.boost -= s.skip_prior_weight * prior.skipped * relevance
+
+
+def gained(
+    candidate: Candidate, extra: Signals | None, text_weight: float, settings: Settings
+) -> Candidate:
+    """``candidate`` with its learned gain added, the score clipped to [0, 1].
+
+    Expansion counts only where the variant's BM25 beats the query's own
+    (``expanded_from`` is cleared on ``extra`` where it does not).
+    """
+    if extra is None:
+        return candidate
+    gain = max(0.0, extra.expansion - (candidate.text or 0.0)) * text_weight
+    if gain <= 0:
+        extra.expanded_from = None
+    gain += settings.anchor_weight * (extra.anchor or 0.0) + extra.boost
+    return replace(candidate, score=min(1.0, max(0.0, candidate.score + gain)))
+
+
+def outside_ids(
+    signals: SignalMap,
+    candidates: Sequence[Candidate],
+    rescored: Sequence[Candidate],
+    *,
+    settings: Settings,
+    vector_weight: float,
+    normalisation: Normalisation,
+    floor: float,
+) -> list[str]:
+    """Ids from outside the pool that their learned gain could lift to ``floor``.
+
+    A memory the vector search did not return has a cosine no higher than
+    the pool's lowest (exactly so for an exact search; under an ANN index as
+    the index itself judged), so its score is at most the vector part of that
+    edge plus its gain. One whose bound is below ``floor`` (the k-th score of
+    the rescored pool, or ``min_score``) cannot become a hit and is not
+    scored: each id scored costs the store a vector query.
+    """
+    pooled = {c.memory.memory_id for c in candidates}
+    cosines = [c.cosine for c in candidates if c.cosine is not None]
+    edge = vector_scale(candidates, normalisation)(min(cosines)) if cosines else 0.0
+    text_weight = 1.0 - vector_weight
+    outside: list[str] = []
+    for memory_id, extra in signals.items():
+        if memory_id in pooled:
+            continue
+        gain = extra.expansion * text_weight + settings.anchor_weight * (extra.anchor or 0.0)
+        gain += extra.boost
+        if gain > 0 and vector_weight * edge + gain >= floor:
+            outside.append(memory_id)
+    return outside
+
+
+def _floor(rescored: Sequence[Candidate], k: int, min_score: float) -> float:
+    """The score a memory must reach to become one of the top ``k`` hits."""
+    if len(rescored) >= k:
+        return max(min_score, heapq.nlargest(k, (c.score for c in rescored))[-1])
+    return min_score
+
+
+def _hits(
+    candidates: Sequence[Candidate], signals: SignalMap, k: int, min_score: float
+) -> list[Hit]:
+    hits = top_hits(candidates, k, min_score)
+    return [
+        replace(
+            hit, expanded_from=extra.expanded_from, boost=extra.boost, anchor_match=extra.anchor
+        )
+        if (extra := signals.get(hit.memory.memory_id)) is not None
+        else hit
+        for hit in hits
+    ]
