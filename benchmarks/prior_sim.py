@@ -250,6 +250,43 @@ def evaluate(
     }
 
 
+def liftable(stores: list[dict[str, Any]], seeds: list[int], suite: bool) -> dict[str, Any]:
+    """What a usage prior could lift: measured questions' pool memories outside the top 10.
+
+    Over the inner seeds, counts the gold memories of the measured questions
+    (``new_fed`` and ``new_unfed``): in the plain top ``SHOWN``, below it but
+    in the pool and used for a fed question (what a usage prior can lift),
+    below it and never used, and outside the pool; and how many pool
+    memories below the top ``SHOWN`` were used for a fed question but are
+    not gold for the measured one (what the same prior lifts by mistake),
+    with the share of them at ranks 11-15.
+    """
+    counts: dict[str, int] = defaultdict(int)
+    for seed in seeds:
+        for store in stores:
+            fed, measured = _inner(store, seed, suite)
+            signals, fed_keys = _signals(fed)
+            used = signals["used"]
+            for question in measured:
+                name = "new_fed" if fed_keys & set(question["gold"]) else "new_unfed"
+                keys = [entry[0] for entry in question["pool"]]
+                for gold in question["gold"]:
+                    if gold in keys[:SHOWN]:
+                        where = "top"
+                    elif gold in keys:
+                        where = "below_used" if gold in used else "below_unused"
+                    else:
+                        where = "outside_pool"
+                    counts[f"{name}_gold_{where}"] += 1
+                for rank, key in enumerate(keys[SHOWN:], start=SHOWN + 1):
+                    if key in used and key not in question["gold"]:
+                        counts[f"{name}_used_not_gold_below"] += 1
+                        counts[f"{name}_used_not_gold_at_11_15"] += rank <= 15
+                    elif key in used:
+                        counts[f"{name}_gold_used_at_11_15"] += rank <= 15
+    return dict(sorted(counts.items()))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("path", type=Path, nargs="?", help="LoCoMo-format file")
@@ -275,6 +312,8 @@ def main() -> None:
     fed = [q for store in pools for q in store["questions"] if q["split"] == "fed"]
     co_used = sum(len({e[0] for e in q["pool"][:SHOWN]} & set(q["gold"])) >= 2 for q in fed)
     print(f"fed questions with 2 or more gold in the top {SHOWN}: {co_used} of {len(fed)}")
+    ceiling = liftable(pools, seeds, bool(args.suite))
+    print("gold and used memories of the measured questions, summed over the seeds:", ceiling)
     results = []
     for values in itertools.product(*grid.values()):
         point = dict(zip(grid, values, strict=True))
@@ -296,6 +335,7 @@ def main() -> None:
             "protocol": f"simulated usage signals, inner splits {seeds} of the fed half",
             "fed_questions": len(fed),
             "fed_with_two_or_more_gold_shown": co_used,
+            "liftable": ceiling,
             "results": results,
         }
         args.out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
