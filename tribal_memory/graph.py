@@ -77,6 +77,19 @@ class RelationGraph:
             ).all()
             return [_relation(r) for r in rows]
 
+    def edges_among(self, memory_ids: Sequence[str]) -> list[tuple[str, str]]:
+        """``(source, target)`` of every edge with both ends in ``memory_ids`` ([] for none)."""
+        if not memory_ids:
+            return []
+        ids = list(set(memory_ids))
+        with self._db.session() as session:
+            rows = session.execute(
+                select(RelationRow.source_id, RelationRow.target_id).where(
+                    RelationRow.source_id.in_(ids), RelationRow.target_id.in_(ids)
+                )
+            ).all()
+        return [(str(source), str(target)) for source, target in rows]
+
     def count(self) -> int:
         """Number of edges."""
         with self._db.session() as session:

@@ -151,8 +151,9 @@ class Hit:
     anchor_match: float | None = None
 
 
-SearchMode = Literal["hybrid", "vector", "text"]
-"""Which paths a search runs: both fused (hybrid), vector only, or BM25 only (text)."""
+SearchMode = Literal["hybrid", "vector", "text", "hybrid_expanded"]
+"""Which paths a search runs: both fused (hybrid), vector only, BM25 only (text), or
+hybrid with graph-expanded scores (see :mod:`tribal_memory.retrieval.graph_expansion`)."""
 
 
 @dataclass(frozen=True, slots=True)

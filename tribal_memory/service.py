@@ -11,6 +11,7 @@ import dataclasses
 import os
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
+from typing import get_args
 
 from tribal_memory.auth import ApiKeys, Caller
 from tribal_memory.chunk_context import chunk_context
@@ -126,7 +127,9 @@ class MemoryService:
         self.graph = RelationGraph(self.db)
         self.keys = ApiKeys(self.db)
         self.learner = Learner(settings, self.db, self.store, self.embedder)
-        self.retriever = Retriever(settings, self.store, self.embedder, self.learner)
+        self.retriever = Retriever(
+            settings, self.store, self.embedder, self.learner, graph=self.graph
+        )
         self.variants = VariantPins(settings, self.db)
         # Check-then-write sections: capture (is this content stored yet?), and delete
         # with every write that checks a memory exists and then stores a row pointing
@@ -505,8 +508,9 @@ class MemoryService:
         if len(query) > self.settings.max_content_chars:
             raise TooLarge(f"query is over {self.settings.max_content_chars} characters")
         check_k(k, self.settings.max_k)
-        if mode not in ("hybrid", "vector", "text"):
-            raise InvalidInput(f"mode must be hybrid, vector or text, not {mode!r}")
+        if mode not in get_args(SearchMode):
+            modes = ", ".join(get_args(SearchMode))
+            raise InvalidInput(f"mode must be one of {modes}, not {mode!r}")
         filters = filters or SearchFilters()
         learner = learner if learner is not None else scope_of(filters)
         if learned is None:

@@ -20,6 +20,7 @@ from tribal_memory.models import (
     MemoryKind,
     MemoryPatch,
     SearchFilters,
+    SearchMode,
     Variant,
 )
 
@@ -218,9 +219,14 @@ class RecallRequest(_Request):
 
 
 class SearchRequest(RecallRequest):
-    """A recall request plus the ranking ``mode``: hybrid (vector + BM25), vector or text."""
+    """A recall request plus the ranking ``mode``.
 
-    mode: Literal["hybrid", "vector", "text"] = "hybrid"
+    ``hybrid`` (vector + BM25, the default), ``vector``, ``text`` (BM25) or
+    ``hybrid_expanded`` (hybrid, then each candidate lifted by 0.3 x its best
+    related candidate: relations, heading parent, same section).
+    """
+
+    mode: SearchMode = "hybrid"
 
 
 class HitOut(msgspec.Struct):
@@ -295,7 +301,7 @@ class SearchOut(msgspec.Struct):
     """
 
     hits: list[HitOut]
-    mode: Literal["hybrid", "vector", "text"]
+    mode: SearchMode
     fallback: Literal["vector"] | None
     took_ms: float
     variant: Variant

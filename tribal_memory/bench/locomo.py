@@ -40,7 +40,11 @@ from tribal_memory.service import MemoryService
 
 CATEGORIES = (1, 2, 3, 4)
 DEPTH = 25
-VARIANTS: dict[str, SearchMode] = {"vector": "vector", "hybrid": "hybrid"}
+VARIANTS: dict[str, SearchMode] = {
+    "vector": "vector",
+    "hybrid": "hybrid",
+    "hybrid_expanded": "hybrid_expanded",
+}
 BASELINES = ("bm25", "lin")
 _BATCH = 64
 

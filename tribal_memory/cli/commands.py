@@ -84,6 +84,7 @@ class Mode(StrEnum):
     hybrid = "hybrid"
     vector = "vector"
     text = "text"
+    hybrid_expanded = "hybrid_expanded"
 
 
 class Bucket(StrEnum):
@@ -209,7 +210,9 @@ def search(
     query: QueryArgument,
     k: KOption = 10,
     owner: OwnerOption = None,
-    mode: Annotated[Mode, typer.Option(help="Ranking: fused, embeddings or BM25.")] = Mode.hybrid,
+    mode: Annotated[
+        Mode, typer.Option(help="Ranking: fused, embeddings, BM25, or fused and graph-expanded.")
+    ] = Mode.hybrid,
     tag: Annotated[list[str] | None, typer.Option("--tag", "-t", help="Has this tag (any of).")] = (
         None
     ),

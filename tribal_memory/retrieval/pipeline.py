@@ -15,7 +15,9 @@
    start; meanwhile this thread reads anchors, feedback boosts (the owner's
    and, on shared memories, the team's) into :class:`.signals.Signals`.
 6. **fusion** — vector and BM25 candidates (``candidate_pool`` each) fused
-   and smoothed over adjacent memories (:mod:`.fusion`).
+   and smoothed over adjacent memories (:mod:`.fusion`); in
+   ``hybrid_expanded`` mode each is then lifted by its best related candidate
+   (:mod:`.graph_expansion`).
 7. **pool signals** — the variants' BM25 evidence, and the usage priors of
    the pool's memories.
 8. **ranking** — gains added and the top ``k`` chosen (:mod:`.ranking`).
@@ -35,6 +37,7 @@ from typing import Literal
 
 from tribal_memory.config import Settings
 from tribal_memory.embeddings.base import Embedder, Vector
+from tribal_memory.graph import RelationGraph
 from tribal_memory.learned.anchors import ALL_OWNERS, TEAM, AnchorMatch, owners_for
 from tribal_memory.learned.learner import Learner, scope_of
 from tribal_memory.learned.query_cache import CacheEntry, PastQueries, PastQuery
@@ -55,6 +58,7 @@ from tribal_memory.retrieval.fusion import (
     fused_candidates,
     smooth_neighbours,
 )
+from tribal_memory.retrieval.graph_expansion import graph_expanded
 from tribal_memory.retrieval.ranking import rank
 from tribal_memory.store.base import MemoryStore, ScoredMemory
 from tribal_memory.tables import utcnow
@@ -72,6 +76,7 @@ class _Search:
     parts: LearnedParts
     scope: str
     started: float
+    expand_graph: bool = False
     key: str = ""
     pool: int = 0
     # 1. state
@@ -115,15 +120,22 @@ class Retriever:
         store: The memory store.
         embedder: The embedding model (queries are embedded with ``query=True``).
         learner: The learned parts whose signals the search reads.
+        graph: The relations ``hybrid_expanded`` searches follow (None: none).
     """
 
     def __init__(
-        self, settings: Settings, store: MemoryStore, embedder: Embedder, learner: Learner
+        self,
+        settings: Settings,
+        store: MemoryStore,
+        embedder: Embedder,
+        learner: Learner,
+        graph: RelationGraph | None = None,
     ) -> None:
         self.settings = settings
         self._store = store
         self._embedder = embedder
         self._learner = learner
+        self._graph = graph
 
     def search(
         self,
@@ -142,7 +154,8 @@ class Retriever:
             query: The question, as asked.
             k: Hits to return.
             filters: Prefilter of both paths (owner/shared, tags, kind, time...).
-            mode: ``hybrid``, ``vector`` or ``text`` (BM25).
+            mode: ``hybrid``, ``vector``, ``text`` (BM25) or ``hybrid_expanded``
+                (hybrid with graph-expanded scores).
             min_score: Hits scoring below this are dropped, in [0, 1].
             parts: The learned parts to use.
             learner: The owner whose learned data the search uses (None: the
@@ -157,11 +170,12 @@ class Retriever:
             query,
             k,
             filters,
-            mode,
+            "hybrid" if mode == "hybrid_expanded" else mode,
             min_score,
             parts,
             scope=learner if learner is not None else scope_of(filters),
             started=time.perf_counter(),
+            expand_graph=mode == "hybrid_expanded",
             key=query_key(query),
             pool=max(k, self.settings.candidate_pool),
         )
@@ -178,7 +192,8 @@ class Retriever:
         self._pool_signals(q, signals, candidates)
         hits = self._rank(q, candidates, signals)
         took_ms = (time.perf_counter() - q.started) * 1000
-        return SearchResult(tuple(hits), q.mode, q.fallback, took_ms, variant=_variant(q))
+        ran: SearchMode = "hybrid_expanded" if q.expand_graph and q.mode == "hybrid" else q.mode
+        return SearchResult(tuple(hits), ran, q.fallback, took_ms, variant=_variant(q))
 
     # -- stages -------------------------------------------------------------------------
 
@@ -290,9 +305,15 @@ class Retriever:
                 rrf_k=s.rrf_k,
                 normalisation=s.fusion_normalisation,
             )
-            return smooth_neighbours(fused, s.neighbour_weight)
-        weight = 1.0 if q.mode == "vector" else 0.0
-        return fused_candidates(vector_part, text_part, vector_weight=weight)
+            candidates = smooth_neighbours(fused, s.neighbour_weight)
+        else:
+            weight = 1.0 if q.mode == "vector" else 0.0
+            candidates = fused_candidates(vector_part, text_part, vector_weight=weight)
+        if not q.expand_graph:
+            return candidates
+        ids = [c.memory.memory_id for c in candidates]
+        edges = self._graph.edges_among(ids) if self._graph is not None else []
+        return graph_expanded(candidates, edges, s.graph_expansion_weight)
 
     def _pool_signals(
         self, q: _Search, signals: sig.SignalMap, candidates: Sequence[Candidate]
