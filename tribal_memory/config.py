@@ -121,9 +121,13 @@ class Settings(BaseSettings):
     neighbour_weight: float = Field(default=0.5, ge=0.0, le=1.0)
     """Share of the best adjacent candidate's score (same ``doc_id``, ``chunk_index`` one
     apart) added to a hybrid search candidate's; 0 turns neighbour smoothing off."""
-    graph_expansion_weight: float = Field(default=0.3, ge=0.0, le=1.0)
+    graph_expansion_weight: float = Field(default=0.1, ge=0.0, le=1.0)
     """Share of the best related candidate's score (relation, heading parent, same
-    section) added to a candidate's in ``hybrid_expanded`` searches (DESIGN §7)."""
+    section) added to a candidate's in ``hybrid_expanded`` searches (DESIGN §7).
+
+    0.1, not DESIGN's 0.3: the best weight on the inner half of the LoCoMo dev
+    questions (``benchmarks/graph_sweep.py``; see the README, Benchmarks).
+    """
     rrf_k: int = Field(default=60, ge=1)
     """The constant k of reciprocal rank fusion (Cormack et al., SIGIR 2009)."""
     candidate_pool: int = Field(default=150, ge=1)

@@ -222,7 +222,7 @@ class SearchRequest(RecallRequest):
     """A recall request plus the ranking ``mode``.
 
     ``hybrid`` (vector + BM25, the default), ``vector``, ``text`` (BM25) or
-    ``hybrid_expanded`` (hybrid, then each candidate lifted by 0.3 x its best
+    ``hybrid_expanded`` (hybrid, then each candidate lifted by 0.1 x its best
     related candidate: relations, heading parent, same section).
     """
 
