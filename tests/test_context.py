@@ -128,6 +128,24 @@ def test_block_lists_hits_then_graph_neighbors(
     assert loaded["bob"] in {n.memory.memory_id for n in admin.neighbors}
 
 
+def test_memories_sharing_a_tag_are_neighbours_and_never_another_owners(
+    service: MemoryService,
+) -> None:
+    hit = _capture(
+        service, "We chose PostgreSQL for the billing database", tags=("decision", "billing")
+    )
+    both = _capture(service, "Invoices are kept for ten years", tags=("billing", "decision"))
+    one = _capture(service, "We chose Kafka for the event bus", tags=("decision",))
+    _capture(service, "Bob chose Redis for caching", "bob", tags=("decision",))
+    _capture(service, "Alice likes green tea", tags=("preference",))
+    built = build_context(service, "which database do we use for billing?", owner="alice", top_k=1)
+    assert built.hits[0].memory.memory_id == hit
+    tagged = [(n.memory.memory_id, n.via) for n in built.neighbors]
+    # Most shared tags first; bob's memory shares a tag but alice cannot see it.
+    assert tagged == [(both, "tag:decision"), (one, "tag:decision")]
+    assert all("Redis" not in line and "tea" not in line for line in _lines(built.context))
+
+
 def test_document_chunks_bring_their_neighbours_and_paths(
     service: MemoryService, loaded: dict[str, str]
 ) -> None:

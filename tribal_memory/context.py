@@ -19,9 +19,11 @@ text, whitespace collapsed, cut to :data:`TITLE_CHARS`; for a document chunk
 it is the document's path and the chunk's heading path (``path › heading``),
 or the path and first line when the chunk has no heading. ``NN%`` is the
 hit's fused score times 100, rounded. **Neighbours** are memories one
-relation away from a hit (either direction) and the chunks before and after
-a document-chunk hit in the same document of the same owner, all visible to
-the caller, hits themselves excluded, at most :data:`MAX_NEIGHBORS`.
+relation away from a hit (either direction), the chunks before and after
+a document-chunk hit in the same document of the same owner, then memories
+sharing a tag with a hit (most shared tags first, then the most recently
+updated; ``via`` is ``tag:<name>``), all visible to the caller, hits
+themselves excluded, at most :data:`MAX_NEIGHBORS`.
 
 The block is cut to a token budget, counted with the tokenizer packaged for
 the embedding model (WordPiece; close to, and usually a little above, what
@@ -56,6 +58,7 @@ TITLE_CHARS = 100
 MAX_NEIGHBORS = 5
 """Most neighbour lines in a block."""
 _DOCUMENT_SCAN_LIMIT = 10_000
+_TAG_SCAN_LIMIT = 500
 _SPACE = re.compile(r"\s+")
 
 SkipReason = str
@@ -184,7 +187,7 @@ def render(hits: Sequence[ContextItem], neighbors: Sequence[ContextItem]) -> str
 def neighbors_of(
     service: MemoryService, hits: Sequence[Memory], owner: str | None
 ) -> list[ContextItem]:
-    """Neighbours of the hits (relations, then adjacent chunks), hits excluded, deduplicated.
+    """Neighbours of the hits (relations, adjacent chunks, shared tags), without the hits.
 
     Returns at most :data:`MAX_NEIGHBORS` items, in hit order.
     """
@@ -202,7 +205,37 @@ def neighbors_of(
     for memory in hits:
         for chunk in _adjacent_chunks(service, memory, owner):
             offer(chunk, "same_document")
+    for memory in hits:
+        if len(found) == MAX_NEIGHBORS:
+            break
+        for tagged, tag in _sharing_tags(service, memory, owner):
+            offer(tagged, f"tag:{tag}")
     return found
+
+
+def _sharing_tags(
+    service: MemoryService, memory: Memory, owner: str | None
+) -> list[tuple[Memory, str]]:
+    """Visible memories sharing a tag with ``memory``, with the first tag they share.
+
+    Ordered by the number of shared tags, then the most recently updated
+    first (ties: memory id); among at most ``_TAG_SCAN_LIMIT`` candidates.
+    """
+    if not memory.tags:
+        return []
+    filters = SearchFilters(owner=owner, tags=memory.tags)
+    others = [
+        m
+        for m in service.list_memories(filters, limit=_TAG_SCAN_LIMIT)
+        if m.memory_id != memory.memory_id
+    ]
+
+    def shared(other: Memory) -> list[str]:
+        return [t for t in memory.tags if t in other.tags]
+
+    others.sort(key=lambda m: m.memory_id)
+    others.sort(key=lambda m: (len(shared(m)), m.updated_at), reverse=True)
+    return [(m, shared(m)[0]) for m in others]
 
 
 def _adjacent_chunks(service: MemoryService, memory: Memory, owner: str | None) -> list[Memory]:
