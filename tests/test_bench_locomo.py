@@ -67,7 +67,7 @@ def test_report_holds_the_server_and_the_yardsticks(
     )
     assert json.loads(out.read_text()) == report
     assert report["n_questions"] == 2  # category 5 is not scored
-    assert set(report["variants"]) == {"vector", "hybrid", "bm25", "lin"}
+    assert set(report["variants"]) == {"vector", "hybrid", "hybrid_expanded", "bm25", "lin"}
     for name, figures in report["variants"].items():
         for metric in ("recall@5", "recall@10", "recall@25", "mrr", "p50_ms"):
             assert figures[metric] >= 0.0, (name, metric)

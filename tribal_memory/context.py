@@ -301,6 +301,8 @@ def build_context(
     variant), so the answer carries a ``retrieval_id`` for usage feedback.
 
     Args:
+        service: The memory service searched.
+        prompt: The agent's prompt (the question to find context for).
         owner: The agent: its memories plus shared ones (None: every owner).
         learner: Whose learned data the search uses and feeds (None: ``owner``).
         top_k: Most hits, at least 1.

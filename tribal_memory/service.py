@@ -278,6 +278,7 @@ class MemoryService:
         """The memory with ``memory_id``.
 
         Args:
+            memory_id: The memory's id.
             owner: When given, only that owner's and shared memories are visible.
 
         Raises:
@@ -629,8 +630,11 @@ class MemoryService:
         return event
 
     def session_memory_ids(self, event: RetrievalEvent) -> tuple[str, ...]:
-        """Memories feedback on ``event`` may name: its results, then (with a session)
-        those of every other retrieval of its owner and session; [] never raised."""
+        """Memories feedback on ``event`` may name; never raises.
+
+        Its results, then (with a session) those of every other retrieval of
+        its owner and session.
+        """
         ids = list(event.result_ids)
         if event.session_id is not None:
             found = self.learner.feedback.session_results(event.owner, event.session_id)

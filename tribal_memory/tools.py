@@ -117,8 +117,10 @@ def _is_document_chunk(memory: Memory) -> bool:
 
 
 def memory_path(memory: Memory) -> str:
-    """The virtual path of a memory: its document's path for a document chunk, else
-    ``memory/<memory_id>.md``."""
+    """The virtual path of a memory.
+
+    Its document's path for a document chunk, else ``memory/<memory_id>.md``.
+    """
     if _is_document_chunk(memory):
         assert memory.source is not None  # checked by _is_document_chunk
         return memory.source
@@ -374,6 +376,7 @@ def memory_get(
     """The text at a virtual path, a window of lines of it (see the module docstring).
 
     Args:
+        service: The memory service read.
         arguments: ``{path, from?, lines?, corpus?}``: ``from`` a 1-based line,
             ``lines`` a count; floats are floored.
         owner: The caller (None: every owner).
@@ -554,8 +557,11 @@ def _heading_lines(chunk: Memory) -> list[tuple[int, str]]:
 
 
 def _join(left: str, right: str) -> str:
-    """Two pieces of one line, in order: the longest whole-word overlap of the end of
-    ``left`` with the start of ``right`` counted once; without one, joined by a space."""
+    """Two pieces of one line, joined in order.
+
+    The longest whole-word overlap of the end of ``left`` with the start of
+    ``right`` is counted once; without one, they are joined by a space.
+    """
     if not right or right in left:
         return left
     if not left or left.strip() in right and right.startswith(left.strip()):
@@ -590,6 +596,7 @@ def memory_feedback(
     whose lines overlap them count (all results of the path when none does).
 
     Args:
+        service: The memory service the retrieval was logged in.
         arguments: ``{retrievalId, usedPaths}``.
         owner: The caller's scope (None: any retrieval).
         learner: The owner the retrieval must have been logged for (None: ``owner``).
@@ -640,8 +647,10 @@ def memory_feedback(
 
 
 def _cited(hits: Sequence[Memory], span: tuple[int, int] | None) -> list[Memory]:
-    """The hits a citation names: those whose lines overlap ``span`` (all without one,
-    or when none overlaps)."""
+    """The hits a citation names.
+
+    Those whose lines overlap ``span`` (all without one, or when none overlaps).
+    """
     if span is None:
         return list(hits)
     overlapping = [m for m in hits if line_span(m)[0] <= span[1] and span[0] <= line_span(m)[1]]
@@ -664,6 +673,7 @@ def memory_capture(
     """Store a fact for the caller (idempotent: the same text twice is stored once).
 
     Args:
+        service: The memory service written to.
         arguments: ``{content, tags?, source?}``.
         owner: The memory's owner (None: ``shared``).
 

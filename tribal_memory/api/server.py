@@ -24,7 +24,7 @@ _M_ARENA_MAX = -8
 
 
 def log_config() -> dict[str, Any]:
-    """uvicorn's logging config plus the ``tribal_memory`` loggers at INFO on stderr.
+    """Uvicorn's logging config plus the ``tribal_memory`` loggers at INFO on stderr.
 
     The server's own messages (e.g. when automatic store maintenance starts
     and ends) then appear in its log next to uvicorn's.

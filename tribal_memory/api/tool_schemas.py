@@ -22,11 +22,14 @@ Score = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
 
 
 class MemorySearchIn(msgspec.Struct):
-    """``query``; ``maxResults`` (default 6, capped at ``max_k``; floats floored);
+    """The arguments of ``memory_search``.
+
+    ``query``; ``maxResults`` (default 6, capped at ``max_k``; floats floored);
     ``minScore`` (default 0.35, clamped to [0, 1]); ``corpus`` (``memory``, ``all``,
     ``wiki``, ``sessions``); ``citations`` (``auto``, ``on``, ``off``); ``sessionId``:
     the agent task (feedback on any search of it may name what another returned).
-    Other fields are ignored."""
+    Other fields are ignored.
+    """
 
     query: str
     maxResults: float | None = None
@@ -37,12 +40,15 @@ class MemorySearchIn(msgspec.Struct):
 
 
 class MemorySearchResultOut(msgspec.Struct, omit_defaults=True):
-    """One hit: its virtual ``path`` and 1-based inclusive lines, fused ``score`` in
+    """One hit of ``memory_search``.
+
+    Its virtual ``path`` and 1-based inclusive lines, fused ``score`` in
     [0, 1] (higher is better) and its parts ``vectorScore`` and ``textScore`` (each
     on [0, 1], 0 when that part did not find it), ``snippet`` (its text, at most
     700 characters, then ``Source: <citation>`` when citations are on), ``source``
     and ``corpus`` (always ``memory``), and ``citation`` (``<path>#L<a>-L<b>``,
-    ``#L<a>`` for one line; absent when citations are off)."""
+    ``#L<a>`` for one line; absent when citations are off).
+    """
 
     path: str
     startLine: int
@@ -64,7 +70,9 @@ class CorpusOutcomeOut(msgspec.Struct):
 
 
 class MemorySearchOut(msgspec.Struct, omit_defaults=True):
-    """Hits best first (empty: nothing matched), or, when search is unavailable,
+    """The answer of ``memory_search``: hits best first (empty: nothing matched).
+
+    When search is unavailable:
     ``{results: [], disabled: true, unavailable: true, error, warning, action}``.
 
     ``provider``: ``tribal-memory``. ``model``: the embedding model id.
@@ -92,9 +100,12 @@ class MemorySearchOut(msgspec.Struct, omit_defaults=True):
 
 
 class MemoryGetIn(msgspec.Struct):
-    """``path`` (from memory_search, or ``memory/<id>.md``); ``from``: first line,
+    """The arguments of ``memory_get``.
+
+    ``path`` (from memory_search, or ``memory/<id>.md``); ``from``: first line,
     1-based; ``lines``: how many (default 120); ``corpus`` (``memory``, ``all``,
-    ``wiki``). Other fields are ignored."""
+    ``wiki``). Other fields are ignored.
+    """
 
     path: str
     from_: float | None = msgspec.field(default=None, name="from")
@@ -103,10 +114,13 @@ class MemoryGetIn(msgspec.Struct):
 
 
 class MemoryGetOut(msgspec.Struct, omit_defaults=True):
-    """``status``: ``ok`` (``text`` read), ``not_found`` (unknown or invisible path)
+    """The answer of ``memory_get``.
+
+    ``status``: ``ok`` (``text`` read), ``not_found`` (unknown or invisible path)
     or ``error`` (``code`` and ``error`` say why). With ``ok``: ``from`` and
     ``lines`` (the lines ``text`` holds); when more follows, ``truncated`` and
-    ``nextFrom`` (the line to continue from; absent when one line was cut)."""
+    ``nextFrom`` (the line to continue from; absent when one line was cut).
+    """
 
     status: Literal["ok", "not_found", "error"]
     text: str
@@ -123,17 +137,23 @@ class MemoryGetOut(msgspec.Struct, omit_defaults=True):
 
 
 class MemoryFeedbackIn(msgspec.Struct):
-    """The ``retrievalId`` of a memory_search and the result paths the agent used
-    (``[]``: none was useful). Other fields are ignored."""
+    """The arguments of ``memory_feedback``.
+
+    The ``retrievalId`` of a memory_search and the result paths the agent used
+    (``[]``: none was useful). Other fields are ignored.
+    """
 
     retrievalId: str
     usedPaths: list[str]
 
 
 class MemoryFeedbackOut(msgspec.Struct):
-    """What was recorded: the paths recognised as used, the paths ignored (not
-    among the retrieval's results), the memory ids reported used, whether this
-    repeated earlier feedback, and the anchors it activated."""
+    """The answer of ``memory_feedback``: what was recorded.
+
+    The paths recognised as used, the paths ignored (not among the
+    retrieval's results), the memory ids reported used, whether this repeated
+    earlier feedback, and the anchors it activated.
+    """
 
     retrievalId: str
     usedPaths: list[str]
@@ -164,9 +184,12 @@ class ContextRequest(msgspec.Struct, forbid_unknown_fields=True):
 
 
 class ContextItemOut(msgspec.Struct):
-    """A memory in the block: label, title, owner, virtual path and lines,
-    ``score`` in [0, 1] for hits (null for neighbours), and ``via`` for
-    neighbours (a relation type or ``same_document``; null for hits)."""
+    """A memory in the knowledge block.
+
+    Label, title, owner, virtual path and lines, ``score`` in [0, 1] for hits
+    (null for neighbours), and ``via`` for neighbours (a relation type,
+    ``same_document`` or ``tag:<name>``; null for hits).
+    """
 
     memory_id: str
     label: str
@@ -180,10 +203,13 @@ class ContextItemOut(msgspec.Struct):
 
 
 class ContextOut(msgspec.Struct):
-    """The block (``""`` when skipped: ``skipped_reason`` is ``prompt_too_short``,
+    """The answer of ``POST /v1/context``.
+
+    The block (``""`` when skipped: ``skipped_reason`` is ``prompt_too_short``,
     ``already_injected``, ``no_match`` or ``budget_too_small``), the
     ``retrieval_id`` to send feedback for (null when no search ran), the hits
-    and neighbours shown, and the block's size in tokens."""
+    and neighbours shown, and the block's size in tokens.
+    """
 
     context: str
     skipped_reason: str | None

@@ -1,4 +1,4 @@
-"""Learning benchmark: does feedback on some questions improve retrieval? (DESIGN §6)
+"""Learning benchmark: does feedback on some questions improve retrieval (DESIGN §6)?
 
 Protocol ``feedback-half`` on LoCoMo-format data: each conversation gets its
 own fresh store. Its questions (categories 1-4) are shuffled with a fixed seed

@@ -248,8 +248,10 @@ def _watch(
     fmt: Format,
     max_seconds: float | None,
 ) -> None:
-    """``ingest --watch DIR``: sync DIR (paths relative to ``root``, default DIR), then
-    follow its changes until Ctrl-C."""
+    """``ingest --watch DIR``: sync DIR, then follow its changes until Ctrl-C.
+
+    Paths are relative to ``root`` (default DIR).
+    """
     from tribal_memory.ingest.sync import watch_directory
 
     if len(paths) != 1 or not paths[0].is_dir():

@@ -344,8 +344,10 @@ def parse_document(
 def _bare_headings(
     lines: list[str], sections: list[Section], chunks: list[Chunk]
 ) -> dict[int, list[list[int | str]]]:
-    """Heading lines no chunk holds (sections with nothing under their heading), by the
-    index of the chunk that keeps them: the next chunk after the line, else the last.
+    """Heading lines no chunk holds (sections with nothing under their heading).
+
+    Keyed by the index of the chunk that keeps them: the next chunk after the
+    line, else the last.
 
     Returns:
         ``{chunk index: [[1-based line, heading line text], ...]}``.

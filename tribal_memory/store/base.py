@@ -74,8 +74,10 @@ class MemoryStore(Protocol):
     def nearest(
         self, groups: Sequence[tuple[Vector, SearchFilters]]
     ) -> list[list[tuple[str, float] | None]]:
-        """For each ``(vectors, filters)`` group, the memory passing ``filters`` most
-        similar to each row of ``vectors`` (``(n, dim)``).
+        """The nearest memory to each vector of each ``(vectors, filters)`` group.
+
+        For each group, the memory passing ``filters`` most similar to each row
+        of ``vectors`` (``(n, dim)``).
 
         For near-duplicate checks (one group per owner of a capture batch), so
         it may trade a little recall for speed (an approximate index searched

@@ -1,5 +1,6 @@
-"""LanceDB memory store: one table ``memories`` with a vector column and a
-native full-text (BM25) index on ``content``.
+"""LanceDB memory store: one table ``memories``, vectors and a BM25 index on ``content``.
+
+The table has a vector column and a native full-text (BM25) index on ``content``.
 
 Vector search uses cosine distance: exact below ``ann_index_min_rows``, an
 IVF_FLAT index above it (retrained as the table grows). Full-text search uses

@@ -36,7 +36,7 @@ def export_lines(
     batch_rows: int = 500,
     progress: Progress | None = None,
 ) -> Iterator[str]:
-    """The export of ``service``'s data as JSON lines (each ends with ``\\n``).
+    """The export of ``service``'s data as JSON lines (each ends with a newline).
 
     Streams: memories are read from the store ``batch_rows`` at a time and SQL
     rows page by primary key, so memory use does not grow with the data,

@@ -113,7 +113,7 @@ def key_columns(table: Table) -> list[Column[Any]]:
 
 
 def dumps(record: Mapping[str, Any]) -> str:
-    """One record as a line of JSON (compact, UTF-8 text, ``\\n`` at the end)."""
+    """One record as a line of JSON (compact, UTF-8 text, a newline at the end)."""
     return json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
 
 
