@@ -28,6 +28,28 @@ def test_packaged_model_is_verified_and_complete(tmp_path: Path) -> None:
         assert (directory / name).is_file()
 
 
+def test_a_stale_model_link_is_replaced_and_nothing_is_left_behind(tmp_path: Path) -> None:
+    directory = packaged_model_dir(tmp_path)
+    # What a removed virtual environment leaves: a link to a file that is gone.
+    (directory / "model.onnx").unlink()
+    (directory / "model.onnx").symlink_to(tmp_path / "gone" / "model.onnx")
+    assert packaged_model_dir(tmp_path) == directory
+    assert _sha256(directory / "model.onnx") == PACKAGED_ONNX_SHA256
+    assert not [p.name for p in directory.iterdir() if p.name.startswith(".")]
+
+
+def test_each_installation_has_its_own_model_directory(tmp_path: Path) -> None:
+    directory = packaged_model_dir(tmp_path)
+    # Another installation's directory (its links point elsewhere) is never relinked:
+    # processes of that installation may be loading from it.
+    other = tmp_path / f"minilm-{PACKAGED_ONNX_SHA256[:16]}-00000000"
+    other.mkdir()
+    (other / "model.onnx").symlink_to(tmp_path / "elsewhere.onnx")
+    assert directory != other and directory.name.startswith(f"minilm-{PACKAGED_ONNX_SHA256[:16]}-")
+    packaged_model_dir(tmp_path)
+    assert (other / "model.onnx").readlink() == tmp_path / "elsewhere.onnx"
+
+
 def test_vectors_are_unit_length_and_semantic(embedder: FastEmbedEmbedder) -> None:
     vectors = embedder.embed_batch(
         ["I like green tea", "My favourite drink is matcha", "The server crashed on Friday"]

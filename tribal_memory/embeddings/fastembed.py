@@ -15,6 +15,7 @@ import importlib.util
 import os
 import shutil
 import tempfile
+import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -74,7 +75,11 @@ def packaged_model_dir(cache_dir: Path | None = None) -> Path:
         raise EmbeddingError(
             f"embedding model file {onnx} has sha256 {actual}, expected {PACKAGED_ONNX_SHA256}"
         )
-    name = f"minilm-{PACKAGED_ONNX_SHA256[:16]}"
+    # One directory per installation: two installations (two virtual environments,
+    # two checkouts) relinking one shared directory to their own files would make
+    # the model vanish under each other's running processes.
+    installed = hashlib.sha256(f"{onnx.resolve()}|{_VENDORED_DIR.resolve()}".encode())
+    name = f"minilm-{PACKAGED_ONNX_SHA256[:16]}-{installed.hexdigest()[:8]}"
     bases = (
         [cache_dir]
         if cache_dir
@@ -89,11 +94,15 @@ def packaged_model_dir(cache_dir: Path | None = None) -> Path:
         link = target / name
         if link.exists() and link.resolve() == source.resolve():
             continue
-        link.unlink(missing_ok=True)
+        # Made under a temporary name, then renamed over the old one (atomic), so a
+        # process loading the model meanwhile never finds the file missing.
+        staged = target / f".{name}.{os.getpid()}.{threading.get_ident()}"
+        staged.unlink(missing_ok=True)
         try:
-            link.symlink_to(source)
+            staged.symlink_to(source)
         except OSError:
-            shutil.copyfile(source, link)
+            shutil.copyfile(source, staged)
+        os.replace(staged, link)
     return target
 
 
