@@ -24,6 +24,7 @@ def test_public_api_is_pinned() -> None:
         [
             "SHARED_OWNER",
             "CaptureResult",
+            "CommonNeighbor",
             "Conflict",
             "EmbeddingError",
             "EmbeddingModelMismatch",
@@ -33,6 +34,7 @@ def test_public_api_is_pinned() -> None:
             "MemoryInput",
             "MemoryPatch",
             "MemoryService",
+            "Near",
             "Neighbor",
             "NotFound",
             "Relation",
@@ -42,6 +44,7 @@ def test_public_api_is_pinned() -> None:
             "StoreStats",
             "StoreUnavailable",
             "TooLarge",
+            "Traversal",
             "TribalError",
             "__version__",
         ]

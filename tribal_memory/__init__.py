@@ -20,15 +20,18 @@ from tribal_memory.errors import (
 from tribal_memory.models import (
     SHARED_OWNER,
     CaptureResult,
+    CommonNeighbor,
     Hit,
     Memory,
     MemoryInput,
     MemoryPatch,
+    Near,
     Neighbor,
     Relation,
     SearchFilters,
     SearchResult,
     StoreStats,
+    Traversal,
 )
 
 if TYPE_CHECKING:
@@ -39,6 +42,7 @@ __version__ = "0.1.0"
 __all__ = [
     "SHARED_OWNER",
     "CaptureResult",
+    "CommonNeighbor",
     "Conflict",
     "EmbeddingError",
     "EmbeddingModelMismatch",
@@ -48,6 +52,7 @@ __all__ = [
     "MemoryInput",
     "MemoryPatch",
     "MemoryService",
+    "Near",
     "Neighbor",
     "NotFound",
     "Relation",
@@ -57,6 +62,7 @@ __all__ = [
     "StoreStats",
     "StoreUnavailable",
     "TooLarge",
+    "Traversal",
     "TribalError",
     "__version__",
 ]

@@ -12,7 +12,7 @@ from tribal_memory.errors import InvalidInput
 from tribal_memory.models import Relation
 from tribal_memory.tables import RelationRow, utcnow
 
-_MAX_TYPE_CHARS = 64
+MAX_TYPE_CHARS = 64
 
 
 def _relation(row: RelationRow) -> Relation:
@@ -35,8 +35,8 @@ class RelationGraph:
             InvalidInput: empty or over-long ``type``, negative weight.
         """
         type = type.strip()
-        if not type or len(type) > _MAX_TYPE_CHARS:
-            raise InvalidInput(f"relation type must be 1 to {_MAX_TYPE_CHARS} characters")
+        if not type or len(type) > MAX_TYPE_CHARS:
+            raise InvalidInput(f"relation type must be 1 to {MAX_TYPE_CHARS} characters")
         if weight < 0:
             raise InvalidInput("relation weight must be >= 0")
         with self._db.session() as session:

@@ -21,6 +21,7 @@ from tribal_memory.embeddings.base import Embedder, Vector
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
 from tribal_memory.errors import Conflict, InvalidInput, NotFound, StoreUnavailable, TooLarge
 from tribal_memory.graph import RelationGraph
+from tribal_memory.graph_queries import GraphQueries, check_traversal
 from tribal_memory.learned import forget_cached, forget_learned
 from tribal_memory.learned.anchors import owners_for
 from tribal_memory.learned.feedback import RetrievalEvent
@@ -31,6 +32,7 @@ from tribal_memory.models import (
     SHARED_OWNER,
     Anchor,
     CaptureResult,
+    CommonNeighbor,
     DocumentInfo,
     DocumentResult,
     FeedbackResult,
@@ -38,12 +40,14 @@ from tribal_memory.models import (
     Memory,
     MemoryInput,
     MemoryPatch,
+    Near,
     Neighbor,
     Relation,
     SearchFilters,
     SearchMode,
     SearchResult,
     StoreStats,
+    Traversal,
     Variant,
     memory_id_for,
 )
@@ -124,6 +128,7 @@ class MemoryService:
             self.db.close()
             raise
         self.graph = RelationGraph(self.db)
+        self.graph_queries = GraphQueries(self.graph, self.store)
         self.keys = ApiKeys(self.db)
         self.learner = Learner(settings, self.db, self.store, self.embedder)
         self.retriever = Retriever(settings, self.store, self.embedder, self.learner)
@@ -438,6 +443,7 @@ class MemoryService:
         learned: LearnedParts | None = None,
         context: bool = False,
         learner: str | None = None,
+        near: Near | None = None,
     ) -> SearchResult:
         """Embedding-similarity recall (:meth:`search` with ``mode="vector"``).
 
@@ -448,7 +454,9 @@ class MemoryService:
             ``min_score`` are dropped; no match gives an empty result.
 
         Raises:
-            InvalidInput: empty query or k < 1. TooLarge: k over ``max_k``.
+            InvalidInput: empty query or k < 1, a bad ``near`` traversal.
+            TooLarge: k over ``max_k``.
+            NotFound: the ``near`` memory does not exist or is not visible.
         """
         return self.search(
             query,
@@ -459,6 +467,7 @@ class MemoryService:
             learned=learned,
             context=context,
             learner=learner,
+            near=near,
         )
 
     def search(
@@ -472,6 +481,7 @@ class MemoryService:
         learned: LearnedParts | None = None,
         context: bool = False,
         learner: str | None = None,
+        near: Near | None = None,
     ) -> SearchResult:
         """Hybrid (vector + BM25) search over memories passing ``filters``.
 
@@ -491,13 +501,20 @@ class MemoryService:
         (e.g. only ``shared`` memories); None: the scope of ``filters``
         (``filters.owner``, or all owners).
 
+        ``near`` restricts the search to a memory's graph neighbourhood: that
+        memory and those its traversal reaches (:meth:`neighbors`, seen as
+        ``filters.owner`` sees them) become a prefilter on memory ids of both
+        paths, so the ranking is otherwise the same search.
+
         Returns:
             A :class:`SearchResult`; every hit has its fused ``score`` and its
             ``vector_score``/``text_score`` parts, all in [0, 1], higher better.
 
         Raises:
-            InvalidInput: empty query, k < 1, unknown mode, bad filter.
+            InvalidInput: empty query, k < 1, unknown mode, bad filter, a bad
+                ``near`` traversal (steps outside 1..5, a bad type or blocked name).
             TooLarge: k over ``max_k``.
+            NotFound: the ``near`` memory does not exist or is not visible.
         """
         query = query.strip()
         if not query:
@@ -515,7 +532,7 @@ class MemoryService:
         result = self.retriever.search(
             query,
             k=k,
-            filters=filters,
+            filters=self._near(filters, near) if near is not None else filters,
             mode=mode,
             min_score=min_score,
             parts=learned,
@@ -527,6 +544,20 @@ class MemoryService:
             result.hits, store=self.store, documents=self.document_index, filters=filters
         )
         return dataclasses.replace(result, context=found)
+
+    def _near(self, filters: SearchFilters, near: Near) -> SearchFilters:
+        """``filters`` narrowed to the neighbourhood ``near`` names, as ``filters.owner`` sees it.
+
+        Raises:
+            NotFound: the memory does not exist or is not visible.
+            InvalidInput: a bad traversal.
+        """
+        traversal = check_traversal(near.traversal)
+        ids = self.graph_queries.neighbourhood(near.memory_id, traversal, filters.owner)
+        if filters.memory_ids is not None:
+            allowed = set(filters.memory_ids)
+            ids = [i for i in ids if i in allowed]
+        return dataclasses.replace(filters, memory_ids=tuple(ids))
 
     # -- the learned layer ----------------------------------------------------------
 
@@ -542,6 +573,7 @@ class MemoryService:
         context: bool = False,
         learner: str | None = None,
         session_id: str | None = None,
+        near: Near | None = None,
     ) -> SearchResult:
         """:meth:`search`, logged as a retrieval event that usage feedback can refer to.
 
@@ -569,6 +601,7 @@ class MemoryService:
             learned=learned,
             context=context,
             learner=learner,
+            near=near,
         )
         parts = (
             learned
@@ -776,39 +809,69 @@ class MemoryService:
         return [e for e in edges if e.source_id in visible and e.target_id in visible]
 
     def neighbors(
-        self, memory_id: str, *, steps: int = 1, owner: str | None = None
+        self,
+        memory_id: str,
+        *,
+        steps: int = 1,
+        owner: str | None = None,
+        types: Sequence[str] = (),
+        block: Sequence[str] = (),
     ) -> list[Neighbor]:
         """Memories within ``steps`` hops over relations (either direction), BFS order.
 
         Memories not visible to ``owner`` are neither returned nor walked through.
+        ``types`` and ``block`` narrow the walk (see :class:`~tribal_memory.models.Traversal`).
+
+        Returns:
+            Each memory once, at its least hop count (>= 1), with the edge that
+            reached it; empty when nothing is related.
 
         Raises:
             NotFound: the start memory does not exist or is not visible.
-            InvalidInput: steps outside 1..5.
+            InvalidInput: steps outside 1..5; a bad type or blocked name.
         """
-        if not 1 <= steps <= 5:
-            raise InvalidInput("steps must be between 1 and 5")
-        self.get(memory_id, owner=owner)
-        seen = {memory_id}
-        frontier = [memory_id]
-        found: list[Neighbor] = []
-        for depth in range(1, steps + 1):
-            reached: dict[str, Relation] = {}
-            for edge in self.graph.edges_of(frontier):
-                for other in (edge.source_id, edge.target_id):
-                    if other not in seen and other not in reached:
-                        reached[other] = edge
-            memories = self.store.get(list(reached))
-            frontier = []
-            for other, edge in reached.items():
-                memory = memories.get(other)
-                seen.add(other)
-                if memory is not None and _visible(memory, owner):
-                    found.append(Neighbor(memory, depth, edge))
-                    frontier.append(other)
-            if not frontier:
-                break
-        return found
+        traversal = check_traversal(Traversal(steps, tuple(types), tuple(block)))
+        self.graph_queries.start(memory_id, owner)
+        return self.graph_queries.walk(memory_id, traversal, owner)
+
+    def intersection(
+        self,
+        memory_ids: Sequence[str],
+        *,
+        steps: int = 1,
+        owner: str | None = None,
+        types: Sequence[str] = (),
+        block: Sequence[str] = (),
+        limit: int = 100,
+    ) -> list[CommonNeighbor]:
+        """Memories within ``steps`` hops of every one of ``memory_ids`` (the given ones excepted).
+
+        Walks as :meth:`neighbors` does from each of them, with the same
+        visibility: a memory ``owner`` may not see is never returned, counted
+        or walked through.
+
+        Args:
+            memory_ids: 2 to 16 distinct memory ids.
+            steps: Most hops from each, 1 to 5.
+            owner: Whose view (None: every memory).
+            types: Follow only relations of these types (empty: all).
+            block: Relation types never followed and memory kinds never entered.
+            limit: Most memories returned, 1 to ``max_k``.
+
+        Returns:
+            Closest first (by the largest hop count, then their sum), each with
+            its hop count from every given memory, in their order; empty when
+            nothing is within reach of all of them.
+
+        Raises:
+            NotFound: one of the memories does not exist or is not visible.
+            InvalidInput: fewer than 2 or more than 16 ids, a repeated id,
+                steps outside 1..5, a bad type or blocked name, limit < 1.
+            TooLarge: limit over ``max_k``.
+        """
+        check_k(limit, self.settings.max_k)
+        traversal = check_traversal(Traversal(steps, tuple(types), tuple(block)))
+        return self.graph_queries.intersection(list(memory_ids), traversal, owner, limit=limit)
 
     # -- export and import --------------------------------------------------------
 

@@ -12,6 +12,7 @@ from tribal_memory.api.auth import OwnerScope
 from tribal_memory.api.convert import neighbor_out, relation_out
 from tribal_memory.api.deps import Service
 from tribal_memory.api.errors import error_responses
+from tribal_memory.api.graph import BlockQuery, TypesQuery, comma_list
 from tribal_memory.api.schemas import (
     NeighborsOut,
     RelateRequest,
@@ -106,14 +107,23 @@ class RelationsController(Controller):
         service: Service,
         owner_scope: OwnerScope,
         steps: Annotated[int, QueryParameter(description="Hops, 1 to 5.")] = 1,
+        types: TypesQuery = None,
+        block: BlockQuery = None,
     ) -> NeighborsOut:
         """Memories within ``steps`` hops over relations (either direction), nearest first.
 
-        Memories not visible to ``owner`` are neither returned nor walked through.
+        Memories not visible to ``owner`` are neither returned nor walked
+        through. ``types`` and ``block`` narrow the walk.
 
         Raises:
             NotFound: 404, the start memory is missing or not visible.
-            InvalidInput: 400, steps outside 1..5.
+            InvalidInput: 400, steps outside 1..5, a bad type or blocked name.
         """
-        found = service.neighbors(memory_id, steps=steps, owner=owner_scope)
+        found = service.neighbors(
+            memory_id,
+            steps=steps,
+            owner=owner_scope,
+            types=comma_list(types),
+            block=comma_list(block),
+        )
         return NeighborsOut(neighbors=[neighbor_out(neighbor) for neighbor in found])

@@ -41,6 +41,7 @@ def _search(
         learned=data.learned_parts(),
         context=data.context,
         learner=caller.learner,
+        near=data.near_filter(),
     )
     return search_out(result)
 
@@ -60,7 +61,7 @@ class RetrievalController(Controller):
         "/recall",
         sync_to_thread=True,
         status_code=HTTP_200_OK,
-        responses=error_responses(400, 403, 413, 503),
+        responses=error_responses(400, 403, 404, 413, 503),
     )
     def recall(
         self, data: JSONBody[RecallRequest], service: Service, caller: CallerDep
@@ -73,7 +74,10 @@ class RetrievalController(Controller):
         not an error. ``mode`` is ``vector``.
 
         Raises:
-            InvalidInput: 400, empty query, k < 1 or an unknown learned part.
+            InvalidInput: 400, empty query, k < 1 or an unknown learned part;
+                ``steps`` outside 1..5, a bad type or blocked name, or
+                ``steps``/``types``/``block`` without ``near``.
+            NotFound: 404, the ``near`` memory is missing or not visible.
             TooLarge: 413, k over ``max_k`` or query over ``max_content_chars``.
             EmbeddingError: 503, the query could not be embedded.
         """
@@ -83,7 +87,7 @@ class RetrievalController(Controller):
         "/search",
         sync_to_thread=True,
         status_code=HTTP_200_OK,
-        responses=error_responses(400, 403, 413, 503),
+        responses=error_responses(400, 403, 404, 413, 503),
     )
     def search(
         self, data: JSONBody[SearchRequest], service: Service, caller: CallerDep
@@ -95,8 +99,14 @@ class RetrievalController(Controller):
         With too few visible memories for BM25, hybrid search runs on vectors
         alone and says so with ``fallback: "vector"``. No match is an empty list.
 
+        ``near`` (with ``steps``, ``types``, ``block``) searches only a
+        memory's graph neighbourhood.
+
         Raises:
-            InvalidInput: 400, empty query, k < 1 or an unknown learned part.
+            InvalidInput: 400, empty query, k < 1 or an unknown learned part;
+                ``steps`` outside 1..5, a bad type or blocked name, or
+                ``steps``/``types``/``block`` without ``near``.
+            NotFound: 404, the ``near`` memory is missing or not visible.
             TooLarge: 413, k over ``max_k`` or query over ``max_content_chars``.
             StoreUnavailable / EmbeddingError: 503.
         """

@@ -19,7 +19,9 @@ from tribal_memory.models import (
     MemoryInput,
     MemoryKind,
     MemoryPatch,
+    Near,
     SearchFilters,
+    Traversal,
     Variant,
 )
 
@@ -174,6 +176,14 @@ class RecallRequest(_Request):
     search, the baseline); null uses the owner's A/B variant. ``session_id``
     (with ``feedback``): the agent task this retrieval belongs to; feedback on
     any retrieval of the session may name memories another of them returned.
+
+    ``near``: search only the graph neighbourhood of this memory id: it and
+    the memories within ``steps`` hops (1 to 5, default 1) over relations
+    (either direction), following only ``types`` (default: every relation
+    type) and never passing through ``block`` (relation types not followed,
+    memory kinds neither returned nor walked through). Memories the caller
+    may not see are never part of it, nor walked through. The neighbourhood
+    is a prefilter on memory ids; ranking is otherwise the same.
     """
 
     query: str
@@ -190,6 +200,27 @@ class RecallRequest(_Request):
     learned: list[str] | None = None
     context: bool = False
     session_id: str | None = None
+    near: str | None = None
+    steps: int | None = None
+    types: list[str] | None = None
+    block: list[str] | None = None
+
+    def near_filter(self) -> Near | None:
+        """The core :class:`Near` named by ``near``, ``steps``, ``types``, ``block``.
+
+        Raises:
+            InvalidInput: ``steps``, ``types`` or ``block`` given without ``near``.
+        """
+        if self.near is None:
+            if self.steps is not None or self.types is not None or self.block is not None:
+                raise InvalidInput("steps, types and block need near (the memory to search around)")
+            return None
+        traversal = Traversal(
+            steps=1 if self.steps is None else self.steps,
+            types=tuple(self.types or ()),
+            block=tuple(self.block or ()),
+        )
+        return Near(self.near, traversal)
 
     def learned_parts(self) -> LearnedParts | None:
         """The core :class:`LearnedParts` named by ``learned`` (None: the owner's variant).
