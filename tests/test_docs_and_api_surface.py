@@ -38,6 +38,7 @@ def test_public_api_is_pinned() -> None:
             "Neighbor",
             "NotFound",
             "Relation",
+            "RelationInput",
             "SearchFilters",
             "SearchResult",
             "Settings",

@@ -36,7 +36,7 @@ MISSING = "00000000-0000-0000-0000-000000000000"
 @pytest.fixture
 def client(settings: Settings, embedder: FastEmbedEmbedder) -> Iterator[TestClient[Litestar]]:
     """A started app over a fresh data dir (BM25 from the first memory)."""
-    settings = settings.model_copy(update={"fts_min_rows": 1})
+    settings = settings.model_copy(update={"fts_min_rows": 1, "max_batch_size": 20})
     with TestClient(create_app(settings, embedder=embedder), base_url=LOCAL_URL) as test_client:
         yield test_client
 
@@ -203,3 +203,68 @@ def test_openapi_documents_the_graph_routes(client: TestClient[Litestar]) -> Non
     assert {p["name"] for p in intersection["parameters"]} >= {"ids", "steps", "types", "block"}
     search = paths["/v1/search"]["post"]
     assert "404" in search["responses"]
+
+
+# -- bulk edge writes -------------------------------------------------------------
+
+
+def _edge(source: str, target: str, type_: str = "related", **more: Any) -> dict[str, Any]:
+    return {"source_id": source, "target_id": target, "type": type_, **more}
+
+
+def _relation_count(client: TestClient[Litestar]) -> int:
+    count: int = client.get("/v1/stats").json()["relations"]
+    return count
+
+
+def test_relations_batch(client: TestClient[Litestar], graph: dict[str, str]) -> None:
+    a, b, c, d, e = (graph[n] for n in "ABCDE")
+    before = _relation_count(client)
+    body = {
+        "relations": [
+            _edge(e, a),
+            _edge(a, b, "depends_on", weight=2.5),  # exists: re-weighted
+            _edge(e, d, "mentions", weight=0.5),
+            _edge(e, a),  # twice in the batch: written once
+        ]
+    }
+    response = client.post("/v1/relations/batch", json=body)
+    assert response.status_code == 200, response.text
+    stored = response.json()["relations"]
+    assert [(r["source_id"], r["target_id"], r["type"], r["weight"]) for r in stored] == [
+        (e, a, "related", 1.0),
+        (a, b, "depends_on", 2.5),
+        (e, d, "mentions", 0.5),
+        (e, a, "related", 1.0),
+    ]
+    assert _relation_count(client) == before + 2
+    walked = client.get(f"/v1/memories/{e}/neighbors").json()["neighbors"]
+    assert {n["memory"]["memory_id"] for n in walked} == {a, d}
+    assert c  # (C stays as it was)
+
+
+def test_relations_batch_rejects_the_whole_batch(
+    client: TestClient[Litestar], graph: dict[str, str]
+) -> None:
+    a, b, e = graph["A"], graph["B"], graph["E"]
+    foreign = capture(client, "Bob keeps the spare keys", owner="bob")["memory"]["memory_id"]
+    before = _relation_count(client)
+
+    def rejected(edges: list[dict[str, Any]], status: int, code: str, **params: Any) -> str:
+        response = client.post("/v1/relations/batch", json={"relations": edges}, params=params)
+        detail: str = assert_error(response, status, code)["detail"]
+        assert _relation_count(client) == before
+        return detail
+
+    good = _edge(e, a)
+    assert "relations[1]" in rejected([good, _edge(a, MISSING)], 404, "not_found")
+    assert "relations[2]" in rejected([good, good, _edge(b, b)], 400, "invalid_input")
+    assert "relations[1]" in rejected([good, _edge(a, b, " ")], 400, "invalid_input")
+    assert "relations[1]" in rejected([good, _edge(a, b, "x" * 65)], 400, "invalid_input")
+    assert "relations[1]" in rejected([good, _edge(a, b, weight=-1)], 400, "invalid_request")
+    assert "relations[0]" in rejected([_edge(a, foreign), good], 404, "not_found", owner="shared")
+    rejected([], 400, "invalid_input")
+    rejected([good] * 21, 413, "too_large")
+    assert_error(client.post("/v1/relations/batch", json={"edges": []}), 400, "invalid_request")
+    paths = client.get("/schema/openapi.json").json()["paths"]
+    assert {"400", "404", "413"} <= set(paths["/v1/relations/batch"]["post"]["responses"])

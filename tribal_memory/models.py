@@ -257,6 +257,16 @@ class Relation:
 
 
 @dataclass(frozen=True, slots=True)
+class RelationInput:
+    """An edge to write: ``source_id -[type]-> target_id`` with ``weight`` >= 0."""
+
+    source_id: str
+    target_id: str
+    type: str
+    weight: float = 1.0
+
+
+@dataclass(frozen=True, slots=True)
 class Neighbor:
     """A memory reached from another by BFS over relations.
 

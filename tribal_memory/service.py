@@ -43,6 +43,7 @@ from tribal_memory.models import (
     Near,
     Neighbor,
     Relation,
+    RelationInput,
     SearchFilters,
     SearchMode,
     SearchResult,
@@ -774,6 +775,48 @@ class MemoryService:
             self.get(source_id, owner=owner)
             self.get(target_id, owner=owner)
             return self.graph.relate(source_id, target_id, type, weight)
+
+    def relate_batch(
+        self, edges: Sequence[RelationInput], *, owner: str | None = None
+    ) -> list[Relation]:
+        """Add (or re-weight) many edges in one write; one bad edge rejects the batch.
+
+        The whole batch is checked first (types, weights, no self-relation,
+        both ends existing and visible to ``owner``); any error names the
+        edge by its position (``relations[3]: ...``) and nothing is written.
+
+        Args:
+            edges: Up to ``max_batch_size`` edges; an edge given twice is
+                written once, with its last weight.
+            owner: Whose view (None: every memory).
+
+        Returns:
+            The stored edges, one per input, in input order.
+
+        Raises:
+            InvalidInput: an empty batch, a self-relation, an empty or
+                over-long type, a negative weight.
+            TooLarge: more than ``max_batch_size`` edges.
+            NotFound: an end that does not exist or is not visible to ``owner``.
+        """
+        if not edges:
+            raise InvalidInput("relations must not be empty")
+        if len(edges) > self.settings.max_batch_size:
+            raise TooLarge(
+                f"batch of {len(edges)} relations is over the limit of "
+                f"{self.settings.max_batch_size} (TRIBAL_MAX_BATCH_SIZE)"
+            )
+        for i, edge in enumerate(edges):
+            if edge.source_id == edge.target_id:
+                raise InvalidInput(f"relations[{i}]: a memory cannot be related to itself")
+        with self._references_lock:
+            ids = [i for e in edges for i in (e.source_id, e.target_id)]
+            visible = self.get_many(ids, owner=owner)
+            for i, edge in enumerate(edges):
+                for end in (edge.source_id, edge.target_id):
+                    if end not in visible:
+                        raise NotFound(f"relations[{i}]: no memory with id {end}")
+            return self.graph.relate_many(edges)
 
     def unrelate(
         self, source_id: str, target_id: str, type: str, *, owner: str | None = None

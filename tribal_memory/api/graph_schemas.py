@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import msgspec
 
-from tribal_memory.api.schemas import MemoryOut
+from tribal_memory.api.schemas import MemoryOut, RelateRequest, RelationOut, _Request
 
 
 class CommonNeighborOut(msgspec.Struct):
@@ -26,3 +26,20 @@ class IntersectionOut(msgspec.Struct):
     """
 
     memories: list[CommonNeighborOut]
+
+
+class RelateBatchRequest(_Request):
+    """Edges to add or re-weight in one write (1 to ``max_batch_size``).
+
+    The whole batch is checked before anything is written: one bad edge
+    (unknown or invisible end, self-relation, bad type or weight) rejects it,
+    and the error names the edge as ``relations[i]``.
+    """
+
+    relations: list[RelateRequest]
+
+
+class RelateBatchOut(msgspec.Struct):
+    """The stored edges, one per requested edge, in request order."""
+
+    relations: list[RelationOut]
