@@ -257,6 +257,31 @@ class Relation:
 
 
 @dataclass(frozen=True, slots=True)
+class MemoryPage:
+    """One page of a listing, memories by id.
+
+    ``next_after``: pass it as ``after`` to read the next page (None: this
+    was the last one).
+    """
+
+    memories: tuple[Memory, ...]
+    next_after: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class OwnerCleared:
+    """What clearing an owner's knowledge deleted.
+
+    ``memories``: its memories (each with its relations and learned rows, as
+    a single delete does). ``documents``: its ingested documents' records.
+    """
+
+    owner: str
+    memories: int
+    documents: int
+
+
+@dataclass(frozen=True, slots=True)
 class RelationInput:
     """An edge to write: ``source_id -[type]-> target_id`` with ``weight`` >= 0."""
 

@@ -39,9 +39,11 @@ from tribal_memory.models import (
     LearnedParts,
     Memory,
     MemoryInput,
+    MemoryPage,
     MemoryPatch,
     Near,
     Neighbor,
+    OwnerCleared,
     Relation,
     RelationInput,
     SearchFilters,
@@ -67,6 +69,7 @@ from tribal_memory.validation import (
     check_time,
     validated_memory,
 )
+from tribal_memory.vector_search import check_vector, search_by_vector
 
 
 def _now() -> datetime:
@@ -310,6 +313,63 @@ class MemoryService:
             raise InvalidInput("limit must be at least 1")
         return self.store.select(filters, limit)
 
+    def list_page(
+        self, filters: SearchFilters, *, limit: int | None = None, after: str | None = None
+    ) -> MemoryPage:
+        """One page of the memories passing ``filters``, by id (keyset paging).
+
+        Args:
+            filters: Prefilter, as for search (``filters.owner``: that owner's
+                and, with ``include_shared``, shared memories; None: all).
+            limit: Most memories on the page, 1 to ``max_k`` (None: 100 or
+                ``max_k`` if smaller).
+            after: The ``next_after`` of the previous page (None: the first page).
+
+        Returns:
+            The page; ``next_after`` is None on the last one. No memory: an
+            empty page, not an error.
+
+        Raises:
+            InvalidInput: limit < 1, a bad filter. TooLarge: limit over ``max_k``.
+        """
+        limit = self._limit(limit)
+        found = self.store.page(filters, limit + 1, after=after)
+        more = len(found) > limit
+        page = tuple(found[:limit])
+        return MemoryPage(page, page[-1].memory_id if more else None)
+
+    def clear_owner(self, owner: str, *, confirm: str | None) -> OwnerCleared:
+        """Delete all of ``owner``'s knowledge: its memories and everything pointing at them.
+
+        Each memory goes as :meth:`delete` takes one (its relations, cache
+        entries, weights and anchors with it); the records of the owner's
+        ingested documents go too. Shared memories are not the owner's and stay.
+
+        Args:
+            owner: The owner to clear (not ``shared`` unless named so).
+            confirm: Must equal ``owner``: the explicit confirmation.
+
+        Returns:
+            How many memories and document records were deleted (0 and 0 for
+            an owner with none).
+
+        Raises:
+            InvalidInput: an invalid owner, or ``confirm`` not equal to it
+                (nothing is deleted).
+        """
+        owner = check_owner(owner)
+        if confirm is None or confirm.strip() != owner:
+            raise InvalidInput(
+                f"clearing deletes every memory of {owner!r}: confirm by naming the owner "
+                f"again (confirm={owner})"
+            )
+        ids = self.store.ids_of(SearchFilters(owner=owner, include_shared=False))
+        deleted = 0
+        for start in range(0, len(ids), self.settings.max_batch_size):
+            deleted += self.delete_many(ids[start : start + self.settings.max_batch_size])
+        documents = self.document_index.forget_owner(owner)
+        return OwnerCleared(owner, deleted, documents)
+
     def update(self, memory_id: str, patch: MemoryPatch, *, owner: str | None = None) -> Memory:
         """Change fields of a memory; the id stays. New content is re-embedded.
 
@@ -545,6 +605,45 @@ class MemoryService:
             result.hits, store=self.store, documents=self.document_index, filters=filters
         )
         return dataclasses.replace(result, context=found)
+
+    def search_vector(
+        self,
+        vector: Sequence[float] | Vector,
+        *,
+        k: int = 10,
+        filters: SearchFilters | None = None,
+        min_score: float = 0.0,
+        near: Near | None = None,
+    ) -> SearchResult:
+        """Memories nearest to a raw embedding vector (cosine), best first.
+
+        For vectors made by this instance's model elsewhere (its id and
+        dimension are in :meth:`stats`). No text is embedded and the learned
+        layer takes no part (it learns from queries).
+
+        Args:
+            vector: ``embedding_dim`` floats; need not be unit length.
+            k: Most hits, 1 to ``max_k``.
+            filters: Prefilter, as for :meth:`search`.
+            min_score: Hits under it are dropped, in [0, 1].
+            near: Only this memory's graph neighbourhood, as for :meth:`search`.
+
+        Returns:
+            Mode ``vector``; ``score`` = ``vector_score`` = cosine similarity
+            clipped to [0, 1], higher is closer. No match: no hits.
+
+        Raises:
+            InvalidInput: a vector of another dimension, a value not finite,
+                all zeros; k < 1; a bad filter or ``near`` traversal.
+            TooLarge: k over ``max_k``.
+            NotFound: the ``near`` memory does not exist or is not visible.
+        """
+        checked = check_vector(vector, self.embedder.dim)
+        check_k(k, self.settings.max_k)
+        filters = filters or SearchFilters()
+        if near is not None:
+            filters = self._near(filters, near)
+        return search_by_vector(self.store, checked, k=k, filters=filters, min_score=min_score)
 
     def _near(self, filters: SearchFilters, near: Near) -> SearchFilters:
         """``filters`` narrowed to the neighbourhood ``near`` names, as ``filters.owner`` sees it.
@@ -885,7 +984,7 @@ class MemoryService:
         owner: str | None = None,
         types: Sequence[str] = (),
         block: Sequence[str] = (),
-        limit: int = 100,
+        limit: int | None = None,
     ) -> list[CommonNeighbor]:
         """Memories within ``steps`` hops of every one of ``memory_ids`` (the given ones excepted).
 
@@ -899,7 +998,8 @@ class MemoryService:
             owner: Whose view (None: every memory).
             types: Follow only relations of these types (empty: all).
             block: Relation types never followed and memory kinds never entered.
-            limit: Most memories returned, 1 to ``max_k``.
+            limit: Most memories returned, 1 to ``max_k`` (None: 100 or
+                ``max_k`` if smaller).
 
         Returns:
             Closest first (by the largest hop count, then their sum), each with
@@ -912,9 +1012,20 @@ class MemoryService:
                 steps outside 1..5, a bad type or blocked name, limit < 1.
             TooLarge: limit over ``max_k``.
         """
-        check_k(limit, self.settings.max_k)
+        limit = self._limit(limit)
         traversal = check_traversal(Traversal(steps, tuple(types), tuple(block)))
         return self.graph_queries.intersection(list(memory_ids), traversal, owner, limit=limit)
+
+    def _limit(self, limit: int | None) -> int:
+        """``limit``, checked against ``max_k``; None: 100 or ``max_k`` if smaller.
+
+        Raises:
+            InvalidInput: limit < 1. TooLarge: limit over ``max_k``.
+        """
+        if limit is None:
+            return min(100, self.settings.max_k)
+        check_k(limit, self.settings.max_k)
+        return limit
 
     # -- export and import --------------------------------------------------------
 

@@ -29,6 +29,7 @@ from tribal_memory.api.graph import GraphController
 from tribal_memory.api.health import health
 from tribal_memory.api.learned import AnchorsController, FeedbackController, VariantsController
 from tribal_memory.api.memories import MemoriesController
+from tribal_memory.api.owners import OwnersController
 from tribal_memory.api.relations import RelationsController
 from tribal_memory.api.retrieval import RetrievalController
 from tribal_memory.api.stats import retrieval_stats, stats
@@ -107,6 +108,7 @@ def create_app(settings: Settings, *, embedder: Embedder | None = None) -> Lites
             RetrievalController,
             RelationsController,
             GraphController,
+            OwnersController,
             DocumentsController,
             FeedbackController,
             AnchorsController,

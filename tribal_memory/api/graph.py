@@ -46,7 +46,9 @@ class GraphController(Controller):
         steps: Annotated[int, QueryParameter(description="Most hops from each, 1 to 5.")] = 1,
         types: TypesQuery = None,
         block: BlockQuery = None,
-        limit: Annotated[int, QueryParameter(description="Most memories returned.")] = 100,
+        limit: Annotated[
+            int | None, QueryParameter(description="Most memories, 1 to max_k (default 100).")
+        ] = None,
     ) -> IntersectionOut:
         """Memories within ``steps`` hops of every one of ``ids`` over relations (either way).
 
