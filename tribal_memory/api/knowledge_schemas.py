@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import msgspec
 
-from tribal_memory.api.schemas import AwareDatetime, MemoryOut, Score, _Request
-from tribal_memory.errors import InvalidInput
-from tribal_memory.models import MemoryKind, Near, SearchFilters, Traversal
+from tribal_memory.api.schemas import AwareDatetime, MemoryOut, Score, _Request, near_of
+from tribal_memory.models import MemoryKind, Near, SearchFilters
 
 
 class MemoryPageOut(msgspec.Struct):
@@ -65,18 +64,9 @@ class VectorSearchRequest(_Request):
         )
 
     def near_filter(self) -> Near | None:
-        """The core :class:`Near` named by ``near``, ``steps``, ``types``, ``block``.
+        """The core :class:`Near` of this body's ``near`` fields (see :func:`near_of`).
 
         Raises:
             InvalidInput: ``steps``, ``types`` or ``block`` given without ``near``.
         """
-        if self.near is None:
-            if self.steps is not None or self.types is not None or self.block is not None:
-                raise InvalidInput("steps, types and block need near (the memory to search around)")
-            return None
-        traversal = Traversal(
-            steps=1 if self.steps is None else self.steps,
-            types=tuple(self.types or ()),
-            block=tuple(self.block or ()),
-        )
-        return Near(self.near, traversal)
+        return near_of(self.near, self.steps, self.types, self.block)

@@ -36,6 +36,27 @@ class _Request(msgspec.Struct, forbid_unknown_fields=True):
     """Base of request bodies: unknown fields are an error."""
 
 
+def near_of(
+    near: str | None, steps: int | None, types: list[str] | None, block: list[str] | None
+) -> Near | None:
+    """The core :class:`Near` of a body's ``near``, ``steps``, ``types`` and ``block``.
+
+    Returns:
+        None without ``near``; else the neighbourhood of ``near`` within
+        ``steps`` hops (default 1).
+
+    Raises:
+        InvalidInput: ``steps``, ``types`` or ``block`` given without ``near``.
+    """
+    if near is None:
+        if steps is not None or types is not None or block is not None:
+            raise InvalidInput("steps, types and block need near (the memory to search around)")
+        return None
+    return Near(
+        near, Traversal(1 if steps is None else steps, tuple(types or ()), tuple(block or ()))
+    )
+
+
 # -- errors ---------------------------------------------------------------------
 
 
@@ -206,21 +227,12 @@ class RecallRequest(_Request):
     block: list[str] | None = None
 
     def near_filter(self) -> Near | None:
-        """The core :class:`Near` named by ``near``, ``steps``, ``types``, ``block``.
+        """The core :class:`Near` of this body's ``near`` fields (see :func:`near_of`).
 
         Raises:
             InvalidInput: ``steps``, ``types`` or ``block`` given without ``near``.
         """
-        if self.near is None:
-            if self.steps is not None or self.types is not None or self.block is not None:
-                raise InvalidInput("steps, types and block need near (the memory to search around)")
-            return None
-        traversal = Traversal(
-            steps=1 if self.steps is None else self.steps,
-            types=tuple(self.types or ()),
-            block=tuple(self.block or ()),
-        )
-        return Near(self.near, traversal)
+        return near_of(self.near, self.steps, self.types, self.block)
 
     def learned_parts(self) -> LearnedParts | None:
         """The core :class:`LearnedParts` named by ``learned`` (None: the owner's variant).
