@@ -26,7 +26,7 @@ from tribal_memory.serverproc import ServerProcess, ServerStartError, child_env,
 from tribal_memory.service import MemoryService
 
 STARTUP_TIMEOUT_S = 90.0
-TOOL_NAMES = {"memory_search", "memory_get", "memory_feedback", "memory_capture"}
+TOOL_NAMES = {"memory_search", "memory_get", "memory_feedback", "memory_capture", "memory_graph"}
 FACTS = (
     "We chose PostgreSQL for the billing database",
     "The billing database is backed up nightly at 02:00 UTC",

@@ -3,12 +3,14 @@
 Random sequences of operations by three owners (each with its own key) and an
 admin run against one app with ``auth=required``: captures (private or
 shared), searches and recalls, feedback rounds that fill the query cache,
-weights and anchors, manual anchors, relations, neighbour walks, reads,
-updates and deletes, the agent tools (search, get, feedback), the
-knowledge-graph context, documents (ingest, list, read by path, search
-context) and export. After every response to a non-admin key, no id and no
-content marker of a memory private to another owner may appear in it, and
-every route given such an id answers 404.
+weights and anchors, manual anchors, relations (one and in batches),
+neighbour walks, graph intersections and searches near a memory, reads,
+listings, searches by vector, updates, deletes and clearing an owner, the
+agent tools (search, get, feedback), the knowledge-graph context, documents
+(ingest, list, read by path, search context) and export. After every
+response to a non-admin key, no id and no content marker of a memory private
+to another owner may appear in it, and every route given such an id answers
+404.
 """
 
 from __future__ import annotations
@@ -59,6 +61,11 @@ operation = st.one_of(
     st.tuples(st.just("document"), owner, st.integers(0, len(FACTS) - 1), st.booleans()),
     st.tuples(st.just("probe"), owner, pick),
     st.tuples(st.just("relate"), owner, pick, pick),
+    st.tuples(st.just("graph"), owner, pick, pick),
+    st.tuples(st.just("batch"), owner, pick, pick),
+    st.tuples(st.just("list"), owner),
+    st.tuples(st.just("vector"), owner, question),
+    st.tuples(st.just("clear"), owner, owner),
     st.tuples(st.just("anchor"), owner, pick, question),
     st.tuples(st.just("update"), owner, pick),
     st.tuples(st.just("delete"), owner, pick),
@@ -160,6 +167,19 @@ def _run(world: World, op: tuple[Any, ...]) -> None:
         world.call(caller, "POST", "/v1/context", json=body)
     elif kind == "export":
         world.call(caller, "GET", "/v1/export")
+    elif kind == "list":
+        listed = world.call(caller, "GET", "/v1/memories", params={"limit": 200}).json()
+        assert all(world.visible(caller, m["owner"]) for m in listed["memories"])
+    elif kind == "vector":
+        service = world.client.app.state["service"]
+        vector = service.embedder.embed(QUESTIONS[op[2]]).tolist()
+        world.call(caller, "POST", "/v1/search/vector", json={"vector": vector, "k": 50})
+    elif kind == "clear":
+        target = op[2]
+        response = world.call(caller, "DELETE", f"/v1/owners/{target}?confirm={target}")
+        assert response.status_code == (200 if target == caller else 403), response.text
+        if target == caller:
+            world.memories = [m for m in world.memories if m[1] != caller]
     elif (target := world.memory(op[2])) is not None:
         memory_id, holder, _ = target
         expected = 200 if world.visible(caller, holder) else 404
@@ -176,6 +196,23 @@ def _run(world: World, op: tuple[Any, ...]) -> None:
                 response = world.call(caller, "POST", "/v1/relations", json=body)
                 both = world.visible(caller, holder) and world.visible(caller, other[1])
                 assert (response.status_code < 300) == both
+        elif kind == "graph" and (other := world.memory(op[3])) is not None:
+            if other[0] != memory_id:
+                both = world.visible(caller, holder) and world.visible(caller, other[1])
+                ids = f"{memory_id},{other[0]}"
+                response = world.call(caller, "GET", f"/v1/graph/intersection?ids={ids}&steps=3")
+                assert response.status_code == (200 if both else 404), response.text
+            body = {"query": QUESTIONS[0], "near": memory_id, "steps": 3}
+            response = world.call(caller, "POST", "/v1/search", json=body)
+            assert response.status_code == expected, response.text
+        elif kind == "batch" and (other := world.memory(op[3])) is not None:
+            if other[0] != memory_id:
+                edges = [{"source_id": memory_id, "target_id": other[0], "type": "related"}]
+                response = world.call(
+                    caller, "POST", "/v1/relations/batch", json={"relations": edges}
+                )
+                both = world.visible(caller, holder) and world.visible(caller, other[1])
+                assert response.status_code == (200 if both else 404), response.text
         elif kind == "anchor":
             body = {"text": QUESTIONS[op[3]]}
             response = world.call(caller, "POST", f"/v1/memories/{memory_id}/anchors", json=body)

@@ -221,3 +221,23 @@ def test_optimize_rebuilds_an_ivf_index_built_with_other_partitions(tmp_path: Pa
         "vector_ivf_p1024_rows_600"
     ]
     assert store.vector_search(vectors[9], SearchFilters(), 1)[0].memory.memory_id == "m00009"
+
+
+def test_memory_id_prefilter_pages_and_ids(tmp_path: Path) -> None:
+    store = LanceMemoryStore(str(tmp_path / "db"), "test-model", 8)
+    memories = [_memory(f"m{i}", f"note {i} about tea", "o" if i % 2 else "p") for i in range(6)]
+    vectors = _unit(6, 8)
+    store.add(memories, vectors)
+    only = SearchFilters(memory_ids=("m1", "m4"))
+    assert {s.memory.memory_id for s in store.vector_search(vectors[0], only, 10)} == {"m1", "m4"}
+    assert {s.memory.memory_id for s in store.text_search("tea", only, 10)} == {"m1", "m4"}
+    assert store.count(only) == 2 and store.count(SearchFilters(memory_ids=())) == 0
+    assert store.vector_search(vectors[0], SearchFilters(memory_ids=()), 10) == []
+    first = store.page(SearchFilters(), 4)
+    assert [m.memory_id for m in first] == ["m0", "m1", "m2", "m3"]
+    rest = store.page(SearchFilters(), 4, after="m3")
+    assert [m.memory_id for m in rest] == ["m4", "m5"]
+    assert store.page(SearchFilters(), 4, after="m5") == []
+    owned = SearchFilters(owner="o", include_shared=False)
+    assert [m.memory_id for m in store.page(owned, 10, after="m1")] == ["m3", "m5"]
+    assert sorted(store.ids_of(owned)) == ["m1", "m3", "m5"]

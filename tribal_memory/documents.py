@@ -390,6 +390,14 @@ class DocumentIndex:
                     session.delete(stored)
         return DocumentResult(row.path, row.owner, row.doc_id, "deleted", 0, 0, removed)
 
+    def forget_owner(self, owner: str) -> int:
+        """Delete the records of every document of ``owner`` (not its chunks); returns how many."""
+        with self._lock, self._db.session() as session:
+            rows = session.scalars(select(DocumentRow).where(DocumentRow.owner == owner)).all()
+            for row in rows:
+                session.delete(row)
+            return len(rows)
+
     def _find(self, path: str, owner: str | None) -> DocumentRow:
         with self._db.session() as session:
             rows = session.scalars(select(DocumentRow).where(DocumentRow.path == path)).all()

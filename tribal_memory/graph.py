@@ -9,10 +9,10 @@ from sqlalchemy import delete, func, or_, select
 
 from tribal_memory.db import Database
 from tribal_memory.errors import InvalidInput
-from tribal_memory.models import Relation
+from tribal_memory.models import Relation, RelationInput
 from tribal_memory.tables import RelationRow, utcnow
 
-_MAX_TYPE_CHARS = 64
+MAX_TYPE_CHARS = 64
 
 
 def _relation(row: RelationRow) -> Relation:
@@ -20,6 +20,22 @@ def _relation(row: RelationRow) -> Relation:
     if created.tzinfo is None:  # SQLite hands back naive datetimes; they are stored as UTC
         created = created.replace(tzinfo=UTC)
     return Relation(row.source_id, row.target_id, row.type, row.weight, created)
+
+
+def _item(index: int | None) -> str:
+    return "" if index is None else f"relations[{index}]: "
+
+
+def check_relation_type(type: str, index: int | None = None) -> str:
+    """``type`` stripped.
+
+    Raises:
+        InvalidInput: empty or over-long (naming the batch position ``index``, if given).
+    """
+    type = type.strip()
+    if not type or len(type) > MAX_TYPE_CHARS:
+        raise InvalidInput(f"{_item(index)}relation type must be 1 to {MAX_TYPE_CHARS} characters")
+    return type
 
 
 class RelationGraph:
@@ -34,26 +50,49 @@ class RelationGraph:
         Raises:
             InvalidInput: empty or over-long ``type``, negative weight.
         """
-        type = type.strip()
-        if not type or len(type) > _MAX_TYPE_CHARS:
-            raise InvalidInput(f"relation type must be 1 to {_MAX_TYPE_CHARS} characters")
+        type = check_relation_type(type)
         if weight < 0:
             raise InvalidInput("relation weight must be >= 0")
+        return self.relate_many([RelationInput(source_id, target_id, type, weight)])[0]
+
+    def relate_many(self, edges: Sequence[RelationInput]) -> list[Relation]:
+        """:meth:`relate` for many edges in one transaction (all written or none).
+
+        An edge given twice is written once, with its last weight.
+
+        Returns:
+            The stored edges, one per input, in input order.
+
+        Raises:
+            InvalidInput: an edge with an empty or over-long ``type`` or a
+                negative weight (named by its position); nothing is written.
+        """
+        checked = [
+            RelationInput(e.source_id, e.target_id, check_relation_type(e.type, i), e.weight)
+            for i, e in enumerate(edges)
+        ]
+        for i, edge in enumerate(checked):
+            if edge.weight < 0:
+                raise InvalidInput(f"{_item(i)}relation weight must be >= 0")
         with self._db.session() as session:
-            row = session.get(RelationRow, (source_id, target_id, type))
-            if row is None:
-                row = RelationRow(
-                    source_id=source_id,
-                    target_id=target_id,
-                    type=type,
-                    weight=weight,
-                    created_at=utcnow(),
-                )
-                session.add(row)
-            else:
-                row.weight = weight
+            rows: dict[tuple[str, str, str], RelationRow] = {}
+            for edge in checked:
+                key = (edge.source_id, edge.target_id, edge.type)
+                row = rows.get(key) or session.get(RelationRow, key)
+                if row is None:
+                    row = RelationRow(
+                        source_id=edge.source_id,
+                        target_id=edge.target_id,
+                        type=edge.type,
+                        weight=edge.weight,
+                        created_at=utcnow(),
+                    )
+                    session.add(row)
+                else:
+                    row.weight = edge.weight
+                rows[key] = row
             session.flush()
-            return _relation(row)
+            return [_relation(rows[(e.source_id, e.target_id, e.type)]) for e in checked]
 
     def unrelate(self, source_id: str, target_id: str, type: str) -> bool:
         """Remove the edge; False when it did not exist."""

@@ -1,4 +1,7 @@
-"""The MCP server: ``memory_search``, ``memory_get``, ``memory_feedback`` and ``memory_capture``.
+"""The MCP server: the memory tools for any MCP client.
+
+``memory_search``, ``memory_get``, ``memory_feedback``, ``memory_capture`` and
+``memory_graph``.
 
 Built on the official ``mcp`` SDK's low-level :class:`mcp.server.Server`
 (explicit JSON input schemas, results as JSON text plus structured content).
@@ -6,7 +9,8 @@ The tools run against a :class:`ToolBackend`: :class:`ServiceBackend` calls
 :mod:`tribal_memory.tools` on an open :class:`MemoryService` in this process;
 :class:`HttpBackend` forwards each call to a running tribal-memory server
 (``POST /v1/tools/<name>``; ``POST /v1/memories`` for capture). Either way the
-answers have the shapes documented in :mod:`tribal_memory.tools`.
+answers have the shapes documented in :mod:`tribal_memory.tools` (and
+:mod:`tribal_memory.graph_tool` for ``memory_graph``).
 
 A failed call is an MCP tool error (``isError: true``) whose text is
 ``{"error": code, "detail": message}``; the server itself never stops on one.
@@ -38,6 +42,7 @@ from tribal_memory.errors import (
     TooLarge,
     TribalError,
 )
+from tribal_memory.graph_tool import memory_graph
 from tribal_memory.models import SHARED_OWNER
 from tribal_memory.service import MemoryService
 
@@ -50,8 +55,11 @@ INSTRUCTIONS = (
     "Long-term memory shared by agents. Call memory_search before answering questions about "
     "prior work, decisions, people, preferences or facts; read more with memory_get; after "
     "answering, call memory_feedback with the paths you used so retrieval improves; store new "
-    "durable facts with memory_capture."
+    "durable facts with memory_capture; explore related memories with memory_graph."
 )
+
+GRAPH_TOOL = "memory_graph"
+"""The graph tool (:mod:`tribal_memory.graph_tool`), served here beside the memory-slot tools."""
 
 TOOLS: tuple[types.Tool, ...] = (
     types.Tool(
@@ -143,6 +151,50 @@ TOOLS: tuple[types.Tool, ...] = (
             "required": ["content"],
         },
     ),
+    types.Tool(
+        name="memory_graph",
+        description=(
+            "Query the graph of related memories. operation=neighbors: memories within steps "
+            "hops of ids[0]; intersection: memories within steps hops of every one of ids (what "
+            "connects them); search: hybrid search for query restricted to ids[0] and its "
+            "neighbourhood. Narrow the walk with types (relation types to follow) and block "
+            "(relation types or memory kinds never passed through)."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "operation": {"type": "string", "enum": ["neighbors", "intersection", "search"]},
+                "ids": {
+                    "type": "array",
+                    "items": {"type": "string"},
+                    "description": "Memory ids: one (neighbors, search) or 2 to 16 (intersection).",
+                },
+                "steps": {
+                    "type": "number",
+                    "minimum": 1,
+                    "maximum": 5,
+                    "description": "Most hops over relations (default 1).",
+                },
+                "types": {
+                    "type": "array",
+                    "items": {"type": "string"},
+                    "description": "Follow only relations of these types (default: all).",
+                },
+                "block": {
+                    "type": "array",
+                    "items": {"type": "string"},
+                    "description": "Relation types and memory kinds never passed through.",
+                },
+                "query": {"type": "string", "description": "What to look for (search only)."},
+                "maxResults": {
+                    "type": "number",
+                    "minimum": 1,
+                    "description": "Most memories (default 10).",
+                },
+            },
+            "required": ["operation", "ids"],
+        },
+    ),
 )
 """The tools listed to clients, with their descriptions and input schemas."""
 
@@ -177,6 +229,8 @@ class ServiceBackend:
 
     def call(self, name: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
         """See :meth:`ToolBackend.call`."""
+        if name == GRAPH_TOOL:
+            return memory_graph(self.service, arguments, owner=self.owner)
         return tools.call_tool(self.service, name, arguments, owner=self.owner)
 
     def close(self) -> None:
@@ -240,6 +294,8 @@ class HttpBackend:
                 str(answer["status"]),
                 answer.get("near_duplicate_of"),
             )
+        if name == GRAPH_TOOL:
+            return self._post(f"/v1/tools/{GRAPH_TOOL}", dict(arguments))
         if name not in tools.TOOL_NAMES:
             raise InvalidInput(f"unknown tool {name!r}; known: {', '.join(tools.TOOL_NAMES)}")
         return self._post(f"/v1/tools/{name}", dict(arguments))

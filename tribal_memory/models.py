@@ -101,6 +101,8 @@ class SearchFilters:
     (``None``: every owner). ``tags``: a memory matches when it has any of them.
     ``kinds``/``sources``: exact matches. ``since``/``until``: bounds (inclusive)
     on the memory's time, which is ``event_time`` when set, else ``created_at``.
+    ``memory_ids``: only these memories (``None``: no such restriction; empty:
+    none passes), e.g. a memory's graph neighbourhood (:class:`Near`).
     """
 
     owner: str | None = None
@@ -110,6 +112,7 @@ class SearchFilters:
     sources: tuple[str, ...] = ()
     since: datetime | None = None
     until: datetime | None = None
+    memory_ids: tuple[str, ...] | None = None
 
     def admits_owner(self, owner: str) -> bool:
         """True when a memory of ``owner`` is visible under these filters."""
@@ -255,6 +258,41 @@ class Relation:
 
 
 @dataclass(frozen=True, slots=True)
+class MemoryPage:
+    """One page of a listing, memories by id.
+
+    ``next_after``: pass it as ``after`` to read the next page (None: this
+    was the last one).
+    """
+
+    memories: tuple[Memory, ...]
+    next_after: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class OwnerCleared:
+    """What clearing an owner's knowledge deleted.
+
+    ``memories``: its memories (each with its relations and learned rows, as
+    a single delete does). ``documents``: its ingested documents' records.
+    """
+
+    owner: str
+    memories: int
+    documents: int
+
+
+@dataclass(frozen=True, slots=True)
+class RelationInput:
+    """An edge to write: ``source_id -[type]-> target_id`` with ``weight`` >= 0."""
+
+    source_id: str
+    target_id: str
+    type: str
+    weight: float = 1.0
+
+
+@dataclass(frozen=True, slots=True)
 class Neighbor:
     """A memory reached from another by BFS over relations.
 
@@ -264,6 +302,53 @@ class Neighbor:
     memory: Memory
     steps: int
     via: Relation
+
+
+MAX_STEPS = 5
+"""Most hops any graph walk takes."""
+
+
+@dataclass(frozen=True, slots=True)
+class Traversal:
+    """How a walk over relations moves (either direction along each edge).
+
+    ``steps``: most hops, 1 to :data:`MAX_STEPS`. ``types``: follow only
+    relations of these types (empty: every type). ``block``: never pass
+    through these: an edge whose type is listed is not followed, and a memory
+    whose kind is listed (``fact``, ``chunk``, ``document``) is neither
+    returned nor walked through (the walk's own start memories excepted). A
+    name counts both ways, as a relation type and as a kind; ``block`` wins
+    over ``types``.
+    """
+
+    steps: int = 1
+    types: tuple[str, ...] = ()
+    block: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Near:
+    """Restrict a search to the graph neighbourhood of one memory.
+
+    ``memory_id``: the constraint memory; it belongs to its own neighbourhood
+    (0 steps). ``traversal``: how far and over which relations the
+    neighbourhood reaches (see :class:`Traversal`).
+    """
+
+    memory_id: str
+    traversal: Traversal = field(default_factory=Traversal)
+
+
+@dataclass(frozen=True, slots=True)
+class CommonNeighbor:
+    """A memory within reach of every one of several memories (an intersection).
+
+    ``steps``: its hop count from each of them, in the order they were given
+    (each >= 1).
+    """
+
+    memory: Memory
+    steps: tuple[int, ...]
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,7 @@ from tribal_memory.embeddings.base import Embedder, Vector
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
 from tribal_memory.errors import Conflict, InvalidInput, NotFound, StoreUnavailable, TooLarge
 from tribal_memory.graph import RelationGraph
+from tribal_memory.graph_queries import GraphQueries, check_traversal
 from tribal_memory.learned import forget_cached, forget_learned
 from tribal_memory.learned.anchors import owners_for
 from tribal_memory.learned.feedback import RetrievalEvent
@@ -32,19 +33,25 @@ from tribal_memory.models import (
     SHARED_OWNER,
     Anchor,
     CaptureResult,
+    CommonNeighbor,
     DocumentInfo,
     DocumentResult,
     FeedbackResult,
     LearnedParts,
     Memory,
     MemoryInput,
+    MemoryPage,
     MemoryPatch,
+    Near,
     Neighbor,
+    OwnerCleared,
     Relation,
+    RelationInput,
     SearchFilters,
     SearchMode,
     SearchResult,
     StoreStats,
+    Traversal,
     Variant,
     memory_id_for,
 )
@@ -63,6 +70,7 @@ from tribal_memory.validation import (
     check_time,
     validated_memory,
 )
+from tribal_memory.vector_search import check_vector, search_by_vector
 
 
 def _now() -> datetime:
@@ -125,6 +133,7 @@ class MemoryService:
             self.db.close()
             raise
         self.graph = RelationGraph(self.db)
+        self.graph_queries = GraphQueries(self.graph, self.store)
         self.keys = ApiKeys(self.db)
         self.learner = Learner(settings, self.db, self.store, self.embedder)
         self.retriever = Retriever(
@@ -308,6 +317,63 @@ class MemoryService:
             raise InvalidInput("limit must be at least 1")
         return self.store.select(filters, limit)
 
+    def list_page(
+        self, filters: SearchFilters, *, limit: int | None = None, after: str | None = None
+    ) -> MemoryPage:
+        """One page of the memories passing ``filters``, by id (keyset paging).
+
+        Args:
+            filters: Prefilter, as for search (``filters.owner``: that owner's
+                and, with ``include_shared``, shared memories; None: all).
+            limit: Most memories on the page, 1 to ``max_k`` (None: 100 or
+                ``max_k`` if smaller).
+            after: The ``next_after`` of the previous page (None: the first page).
+
+        Returns:
+            The page; ``next_after`` is None on the last one. No memory: an
+            empty page, not an error.
+
+        Raises:
+            InvalidInput: limit < 1, a bad filter. TooLarge: limit over ``max_k``.
+        """
+        limit = self._limit(limit)
+        found = self.store.page(filters, limit + 1, after=after)
+        more = len(found) > limit
+        page = tuple(found[:limit])
+        return MemoryPage(page, page[-1].memory_id if more else None)
+
+    def clear_owner(self, owner: str, *, confirm: str | None) -> OwnerCleared:
+        """Delete all of ``owner``'s knowledge: its memories and everything pointing at them.
+
+        Each memory goes as :meth:`delete` takes one (its relations, cache
+        entries, weights and anchors with it); the records of the owner's
+        ingested documents go too. Shared memories are not the owner's and stay.
+
+        Args:
+            owner: The owner to clear (not ``shared`` unless named so).
+            confirm: Must equal ``owner``: the explicit confirmation.
+
+        Returns:
+            How many memories and document records were deleted (0 and 0 for
+            an owner with none).
+
+        Raises:
+            InvalidInput: an invalid owner, or ``confirm`` not equal to it
+                (nothing is deleted).
+        """
+        owner = check_owner(owner)
+        if confirm is None or confirm.strip() != owner:
+            raise InvalidInput(
+                f"clearing deletes every memory of {owner!r}: confirm by naming the owner "
+                f"again (confirm={owner})"
+            )
+        ids = self.store.ids_of(SearchFilters(owner=owner, include_shared=False))
+        deleted = 0
+        for start in range(0, len(ids), self.settings.max_batch_size):
+            deleted += self.delete_many(ids[start : start + self.settings.max_batch_size])
+        documents = self.document_index.forget_owner(owner)
+        return OwnerCleared(owner, deleted, documents)
+
     def update(self, memory_id: str, patch: MemoryPatch, *, owner: str | None = None) -> Memory:
         """Change fields of a memory; the id stays. New content is re-embedded.
 
@@ -442,6 +508,7 @@ class MemoryService:
         learned: LearnedParts | None = None,
         context: bool = False,
         learner: str | None = None,
+        near: Near | None = None,
     ) -> SearchResult:
         """Embedding-similarity recall (:meth:`search` with ``mode="vector"``).
 
@@ -452,7 +519,9 @@ class MemoryService:
             ``min_score`` are dropped; no match gives an empty result.
 
         Raises:
-            InvalidInput: empty query or k < 1. TooLarge: k over ``max_k``.
+            InvalidInput: empty query or k < 1, a bad ``near`` traversal.
+            TooLarge: k over ``max_k``.
+            NotFound: the ``near`` memory does not exist or is not visible.
         """
         return self.search(
             query,
@@ -463,6 +532,7 @@ class MemoryService:
             learned=learned,
             context=context,
             learner=learner,
+            near=near,
         )
 
     def search(
@@ -476,6 +546,7 @@ class MemoryService:
         learned: LearnedParts | None = None,
         context: bool = False,
         learner: str | None = None,
+        near: Near | None = None,
     ) -> SearchResult:
         """Hybrid (vector + BM25) search over memories passing ``filters``.
 
@@ -495,13 +566,20 @@ class MemoryService:
         (e.g. only ``shared`` memories); None: the scope of ``filters``
         (``filters.owner``, or all owners).
 
+        ``near`` restricts the search to a memory's graph neighbourhood: that
+        memory and those its traversal reaches (:meth:`neighbors`, seen as
+        ``filters.owner`` sees them) become a prefilter on memory ids of both
+        paths, so the ranking is otherwise the same search.
+
         Returns:
             A :class:`SearchResult`; every hit has its fused ``score`` and its
             ``vector_score``/``text_score`` parts, all in [0, 1], higher better.
 
         Raises:
-            InvalidInput: empty query, k < 1, unknown mode, bad filter.
+            InvalidInput: empty query, k < 1, unknown mode, bad filter, a bad
+                ``near`` traversal (steps outside 1..5, a bad type or blocked name).
             TooLarge: k over ``max_k``.
+            NotFound: the ``near`` memory does not exist or is not visible.
         """
         query = query.strip()
         if not query:
@@ -520,7 +598,7 @@ class MemoryService:
         result = self.retriever.search(
             query,
             k=k,
-            filters=filters,
+            filters=self._near(filters, near) if near is not None else filters,
             mode=mode,
             min_score=min_score,
             parts=learned,
@@ -532,6 +610,59 @@ class MemoryService:
             result.hits, store=self.store, documents=self.document_index, filters=filters
         )
         return dataclasses.replace(result, context=found)
+
+    def search_vector(
+        self,
+        vector: Sequence[float] | Vector,
+        *,
+        k: int = 10,
+        filters: SearchFilters | None = None,
+        min_score: float = 0.0,
+        near: Near | None = None,
+    ) -> SearchResult:
+        """Memories nearest to a raw embedding vector (cosine), best first.
+
+        For vectors made by this instance's model elsewhere (its id and
+        dimension are in :meth:`stats`). No text is embedded and the learned
+        layer takes no part (it learns from queries).
+
+        Args:
+            vector: ``embedding_dim`` floats; need not be unit length.
+            k: Most hits, 1 to ``max_k``.
+            filters: Prefilter, as for :meth:`search`.
+            min_score: Hits under it are dropped, in [0, 1].
+            near: Only this memory's graph neighbourhood, as for :meth:`search`.
+
+        Returns:
+            Mode ``vector``; ``score`` = ``vector_score`` = cosine similarity
+            clipped to [0, 1], higher is closer. No match: no hits.
+
+        Raises:
+            InvalidInput: a vector of another dimension, a value not finite,
+                all zeros; k < 1; a bad filter or ``near`` traversal.
+            TooLarge: k over ``max_k``.
+            NotFound: the ``near`` memory does not exist or is not visible.
+        """
+        checked = check_vector(vector, self.embedder.dim)
+        check_k(k, self.settings.max_k)
+        filters = filters or SearchFilters()
+        if near is not None:
+            filters = self._near(filters, near)
+        return search_by_vector(self.store, checked, k=k, filters=filters, min_score=min_score)
+
+    def _near(self, filters: SearchFilters, near: Near) -> SearchFilters:
+        """``filters`` narrowed to the neighbourhood ``near`` names, as ``filters.owner`` sees it.
+
+        Raises:
+            NotFound: the memory does not exist or is not visible.
+            InvalidInput: a bad traversal.
+        """
+        traversal = check_traversal(near.traversal)
+        ids = self.graph_queries.neighbourhood(near.memory_id, traversal, filters.owner)
+        if filters.memory_ids is not None:
+            allowed = set(filters.memory_ids)
+            ids = [i for i in ids if i in allowed]
+        return dataclasses.replace(filters, memory_ids=tuple(ids))
 
     # -- the learned layer ----------------------------------------------------------
 
@@ -547,6 +678,7 @@ class MemoryService:
         context: bool = False,
         learner: str | None = None,
         session_id: str | None = None,
+        near: Near | None = None,
     ) -> SearchResult:
         """:meth:`search`, logged as a retrieval event that usage feedback can refer to.
 
@@ -574,6 +706,7 @@ class MemoryService:
             learned=learned,
             context=context,
             learner=learner,
+            near=near,
         )
         parts = (
             learned
@@ -750,6 +883,48 @@ class MemoryService:
             self.get(target_id, owner=owner)
             return self.graph.relate(source_id, target_id, type, weight)
 
+    def relate_batch(
+        self, edges: Sequence[RelationInput], *, owner: str | None = None
+    ) -> list[Relation]:
+        """Add (or re-weight) many edges in one write; one bad edge rejects the batch.
+
+        The whole batch is checked first (types, weights, no self-relation,
+        both ends existing and visible to ``owner``); any error names the
+        edge by its position (``relations[3]: ...``) and nothing is written.
+
+        Args:
+            edges: Up to ``max_batch_size`` edges; an edge given twice is
+                written once, with its last weight.
+            owner: Whose view (None: every memory).
+
+        Returns:
+            The stored edges, one per input, in input order.
+
+        Raises:
+            InvalidInput: an empty batch, a self-relation, an empty or
+                over-long type, a negative weight.
+            TooLarge: more than ``max_batch_size`` edges.
+            NotFound: an end that does not exist or is not visible to ``owner``.
+        """
+        if not edges:
+            raise InvalidInput("relations must not be empty")
+        if len(edges) > self.settings.max_batch_size:
+            raise TooLarge(
+                f"batch of {len(edges)} relations is over the limit of "
+                f"{self.settings.max_batch_size} (TRIBAL_MAX_BATCH_SIZE)"
+            )
+        for i, edge in enumerate(edges):
+            if edge.source_id == edge.target_id:
+                raise InvalidInput(f"relations[{i}]: a memory cannot be related to itself")
+        with self._references_lock:
+            ids = [i for e in edges for i in (e.source_id, e.target_id)]
+            visible = self.get_many(ids, owner=owner)
+            for i, edge in enumerate(edges):
+                for end in (edge.source_id, edge.target_id):
+                    if end not in visible:
+                        raise NotFound(f"relations[{i}]: no memory with id {end}")
+            return self.graph.relate_many(edges)
+
     def unrelate(
         self, source_id: str, target_id: str, type: str, *, owner: str | None = None
     ) -> None:
@@ -784,39 +959,81 @@ class MemoryService:
         return [e for e in edges if e.source_id in visible and e.target_id in visible]
 
     def neighbors(
-        self, memory_id: str, *, steps: int = 1, owner: str | None = None
+        self,
+        memory_id: str,
+        *,
+        steps: int = 1,
+        owner: str | None = None,
+        types: Sequence[str] = (),
+        block: Sequence[str] = (),
     ) -> list[Neighbor]:
         """Memories within ``steps`` hops over relations (either direction), BFS order.
 
         Memories not visible to ``owner`` are neither returned nor walked through.
+        ``types`` and ``block`` narrow the walk (see :class:`~tribal_memory.models.Traversal`).
+
+        Returns:
+            Each memory once, at its least hop count (>= 1), with the edge that
+            reached it; empty when nothing is related.
 
         Raises:
             NotFound: the start memory does not exist or is not visible.
-            InvalidInput: steps outside 1..5.
+            InvalidInput: steps outside 1..5; a bad type or blocked name.
         """
-        if not 1 <= steps <= 5:
-            raise InvalidInput("steps must be between 1 and 5")
-        self.get(memory_id, owner=owner)
-        seen = {memory_id}
-        frontier = [memory_id]
-        found: list[Neighbor] = []
-        for depth in range(1, steps + 1):
-            reached: dict[str, Relation] = {}
-            for edge in self.graph.edges_of(frontier):
-                for other in (edge.source_id, edge.target_id):
-                    if other not in seen and other not in reached:
-                        reached[other] = edge
-            memories = self.store.get(list(reached))
-            frontier = []
-            for other, edge in reached.items():
-                memory = memories.get(other)
-                seen.add(other)
-                if memory is not None and _visible(memory, owner):
-                    found.append(Neighbor(memory, depth, edge))
-                    frontier.append(other)
-            if not frontier:
-                break
-        return found
+        traversal = check_traversal(Traversal(steps, tuple(types), tuple(block)))
+        self.graph_queries.start(memory_id, owner)
+        return self.graph_queries.walk(memory_id, traversal, owner)
+
+    def intersection(
+        self,
+        memory_ids: Sequence[str],
+        *,
+        steps: int = 1,
+        owner: str | None = None,
+        types: Sequence[str] = (),
+        block: Sequence[str] = (),
+        limit: int | None = None,
+    ) -> list[CommonNeighbor]:
+        """Memories within ``steps`` hops of every one of ``memory_ids`` (the given ones excepted).
+
+        Walks as :meth:`neighbors` does from each of them, with the same
+        visibility: a memory ``owner`` may not see is never returned, counted
+        or walked through.
+
+        Args:
+            memory_ids: 2 to 16 distinct memory ids.
+            steps: Most hops from each, 1 to 5.
+            owner: Whose view (None: every memory).
+            types: Follow only relations of these types (empty: all).
+            block: Relation types never followed and memory kinds never entered.
+            limit: Most memories returned, 1 to ``max_k`` (None: 100 or
+                ``max_k`` if smaller).
+
+        Returns:
+            Closest first (by the largest hop count, then their sum), each with
+            its hop count from every given memory, in their order; empty when
+            nothing is within reach of all of them.
+
+        Raises:
+            NotFound: one of the memories does not exist or is not visible.
+            InvalidInput: fewer than 2 or more than 16 ids, a repeated id,
+                steps outside 1..5, a bad type or blocked name, limit < 1.
+            TooLarge: limit over ``max_k``.
+        """
+        limit = self._limit(limit)
+        traversal = check_traversal(Traversal(steps, tuple(types), tuple(block)))
+        return self.graph_queries.intersection(list(memory_ids), traversal, owner, limit=limit)
+
+    def _limit(self, limit: int | None) -> int:
+        """``limit``, checked against ``max_k``; None: 100 or ``max_k`` if smaller.
+
+        Raises:
+            InvalidInput: limit < 1. TooLarge: limit over ``max_k``.
+        """
+        if limit is None:
+            return min(100, self.settings.max_k)
+        check_k(limit, self.settings.max_k)
+        return limit
 
     # -- export and import --------------------------------------------------------
 

@@ -25,9 +25,11 @@ from tribal_memory.api.deps import DEPENDENCIES, SERVICE_STATE_KEY
 from tribal_memory.api.docs import openapi_config, swagger_static_router
 from tribal_memory.api.documents import DocumentsController
 from tribal_memory.api.errors import EXCEPTION_HANDLERS
+from tribal_memory.api.graph import GraphController
 from tribal_memory.api.health import health
 from tribal_memory.api.learned import AnchorsController, FeedbackController, VariantsController
 from tribal_memory.api.memories import MemoriesController
+from tribal_memory.api.owners import OwnersController
 from tribal_memory.api.relations import RelationsController
 from tribal_memory.api.retrieval import RetrievalController
 from tribal_memory.api.stats import retrieval_stats, stats
@@ -105,6 +107,8 @@ def create_app(settings: Settings, *, embedder: Embedder | None = None) -> Lites
             MemoriesController,
             RetrievalController,
             RelationsController,
+            GraphController,
+            OwnersController,
             DocumentsController,
             FeedbackController,
             AnchorsController,

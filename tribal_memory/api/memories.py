@@ -1,16 +1,20 @@
-"""Memories: capture (single and batch), get, patch, delete under ``/v1/memories``."""
+"""Memories: capture (single and batch), list, get, patch, delete under ``/v1/memories``."""
 
 from __future__ import annotations
 
+from datetime import datetime
+from typing import Annotated
+
 from litestar import Controller, Response, delete, get, patch, post
 from litestar.openapi.datastructures import ResponseSpec
-from litestar.params import FromPath, JSONBody
+from litestar.params import FromPath, JSONBody, QueryParameter
 from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED, HTTP_204_NO_CONTENT
 
 from tribal_memory.api.auth import CallerDep, OwnerScope
 from tribal_memory.api.convert import capture_out, memory_out
 from tribal_memory.api.deps import Service
 from tribal_memory.api.errors import error_responses
+from tribal_memory.api.knowledge_schemas import MemoryPageOut
 from tribal_memory.api.schemas import (
     BatchCaptureOut,
     BatchCaptureRequest,
@@ -19,6 +23,7 @@ from tribal_memory.api.schemas import (
     MemoryOut,
     PatchRequest,
 )
+from tribal_memory.models import MemoryKind, SearchFilters
 
 _EXISTS = ResponseSpec(
     data_container=CaptureOut,
@@ -78,6 +83,63 @@ class MemoriesController(Controller):
         items = [item.to_input(caller.write_owner(item.owner)) for item in data.memories]
         results = service.capture_batch(items, near_duplicates=data.near_duplicates)
         return BatchCaptureOut(results=[capture_out(result) for result in results])
+
+    @get("/", sync_to_thread=True, responses=error_responses(400, 403, 413))
+    def list_memories(
+        self,
+        service: Service,
+        owner_scope: OwnerScope,
+        include_shared: Annotated[
+            bool, QueryParameter(description="With an owner: also list shared memories.")
+        ] = True,
+        tag: Annotated[
+            list[str] | None, QueryParameter(description="Has this tag (repeat: any of them).")
+        ] = None,
+        kind: Annotated[
+            list[MemoryKind] | None, QueryParameter(description="Of this kind (repeat: any).")
+        ] = None,
+        source: Annotated[
+            list[str] | None, QueryParameter(description="From this source (repeat: any).")
+        ] = None,
+        since: Annotated[
+            datetime | None,
+            QueryParameter(description="Event (else creation) time at or after, RFC 3339."),
+        ] = None,
+        until: Annotated[
+            datetime | None,
+            QueryParameter(description="Event (else creation) time at or before, RFC 3339."),
+        ] = None,
+        limit: Annotated[
+            int | None, QueryParameter(description="Most memories, 1 to max_k (default 100).")
+        ] = None,
+        after: Annotated[
+            str | None, QueryParameter(description="The previous page's next_after.")
+        ] = None,
+    ) -> MemoryPageOut:
+        """List memories passing the filters, one page at a time, by id.
+
+        Pass ``next_after`` of a page as ``after`` to read the next; it is
+        null on the last page. Memories written or deleted meanwhile do not
+        shift the others (keyset paging).
+
+        Raises:
+            InvalidInput: 400, limit < 1, a time without a timezone.
+            TooLarge: 413, limit over ``max_k``.
+            Forbidden: 403, a non-admin key naming another owner.
+        """
+        filters = SearchFilters(
+            owner=owner_scope,
+            include_shared=include_shared,
+            tags=tuple(tag or ()),
+            kinds=tuple(kind or ()),
+            sources=tuple(source or ()),
+            since=since,
+            until=until,
+        )
+        page = service.list_page(filters, limit=limit, after=after)
+        return MemoryPageOut(
+            memories=[memory_out(m) for m in page.memories], next_after=page.next_after
+        )
 
     @get("/{memory_id:str}", sync_to_thread=True, responses=error_responses(404))
     def get_memory(

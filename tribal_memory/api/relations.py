@@ -12,6 +12,8 @@ from tribal_memory.api.auth import OwnerScope
 from tribal_memory.api.convert import neighbor_out, relation_out
 from tribal_memory.api.deps import Service
 from tribal_memory.api.errors import error_responses
+from tribal_memory.api.graph import BlockQuery, TypesQuery, comma_list
+from tribal_memory.api.graph_schemas import RelateBatchOut, RelateBatchRequest
 from tribal_memory.api.schemas import (
     NeighborsOut,
     RelateRequest,
@@ -20,6 +22,7 @@ from tribal_memory.api.schemas import (
     RelationsOut,
 )
 from tribal_memory.errors import InvalidInput
+from tribal_memory.models import RelationInput
 
 
 class RelationsController(Controller):
@@ -49,6 +52,30 @@ class RelationsController(Controller):
             data.source_id, data.target_id, data.type, weight=data.weight, owner=owner_scope
         )
         return relation_out(relation)
+
+    @post(
+        "/relations/batch",
+        sync_to_thread=True,
+        status_code=HTTP_200_OK,
+        responses=error_responses(400, 404, 413),
+    )
+    def relate_batch(
+        self, data: JSONBody[RelateBatchRequest], service: Service, owner_scope: OwnerScope
+    ) -> RelateBatchOut:
+        """Add or re-weight many edges in one write; one bad edge rejects the whole batch.
+
+        Every edge is checked before anything is written; the error names the
+        bad one (``relations[i]``) and nothing is stored.
+
+        Raises:
+            InvalidInput: 400, an empty batch, a self-relation, an empty or
+                over-long type, a negative weight (also a malformed body).
+            NotFound: 404, an end missing or not visible to ``owner``.
+            TooLarge: 413, more than ``max_batch_size`` edges.
+        """
+        edges = [RelationInput(r.source_id, r.target_id, r.type, r.weight) for r in data.relations]
+        stored = service.relate_batch(edges, owner=owner_scope)
+        return RelateBatchOut(relations=[relation_out(r) for r in stored])
 
     @delete(
         "/relations",
@@ -106,14 +133,23 @@ class RelationsController(Controller):
         service: Service,
         owner_scope: OwnerScope,
         steps: Annotated[int, QueryParameter(description="Hops, 1 to 5.")] = 1,
+        types: TypesQuery = None,
+        block: BlockQuery = None,
     ) -> NeighborsOut:
         """Memories within ``steps`` hops over relations (either direction), nearest first.
 
-        Memories not visible to ``owner`` are neither returned nor walked through.
+        Memories not visible to ``owner`` are neither returned nor walked
+        through. ``types`` and ``block`` narrow the walk.
 
         Raises:
             NotFound: 404, the start memory is missing or not visible.
-            InvalidInput: 400, steps outside 1..5.
+            InvalidInput: 400, steps outside 1..5, a bad type or blocked name.
         """
-        found = service.neighbors(memory_id, steps=steps, owner=owner_scope)
+        found = service.neighbors(
+            memory_id,
+            steps=steps,
+            owner=owner_scope,
+            types=comma_list(types),
+            block=comma_list(block),
+        )
         return NeighborsOut(neighbors=[neighbor_out(neighbor) for neighbor in found])

@@ -1,4 +1,4 @@
-"""Retrieval: ``POST /v1/recall`` (embeddings only) and ``POST /v1/search`` (hybrid)."""
+"""Retrieval: ``POST /v1/recall`` (vector), ``/v1/search`` (hybrid), ``/v1/search/vector``."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from tribal_memory.api.auth import CallerDep
 from tribal_memory.api.convert import search_out
 from tribal_memory.api.deps import Service
 from tribal_memory.api.errors import error_responses
+from tribal_memory.api.knowledge_schemas import VectorSearchRequest
 from tribal_memory.api.schemas import RecallRequest, SearchOut, SearchRequest
 from tribal_memory.auth import Caller
 from tribal_memory.errors import InvalidInput
@@ -41,6 +42,7 @@ def _search(
         learned=data.learned_parts(),
         context=data.context,
         learner=caller.learner,
+        near=data.near_filter(),
     )
     return search_out(result)
 
@@ -60,7 +62,7 @@ class RetrievalController(Controller):
         "/recall",
         sync_to_thread=True,
         status_code=HTTP_200_OK,
-        responses=error_responses(400, 403, 413, 503),
+        responses=error_responses(400, 403, 404, 413, 503),
     )
     def recall(
         self, data: JSONBody[RecallRequest], service: Service, caller: CallerDep
@@ -73,7 +75,10 @@ class RetrievalController(Controller):
         not an error. ``mode`` is ``vector``.
 
         Raises:
-            InvalidInput: 400, empty query, k < 1 or an unknown learned part.
+            InvalidInput: 400, empty query, k < 1 or an unknown learned part;
+                ``steps`` outside 1..5, a bad type or blocked name, or
+                ``steps``/``types``/``block`` without ``near``.
+            NotFound: 404, the ``near`` memory is missing or not visible.
             TooLarge: 413, k over ``max_k`` or query over ``max_content_chars``.
             EmbeddingError: 503, the query could not be embedded.
         """
@@ -83,7 +88,7 @@ class RetrievalController(Controller):
         "/search",
         sync_to_thread=True,
         status_code=HTTP_200_OK,
-        responses=error_responses(400, 403, 413, 503),
+        responses=error_responses(400, 403, 404, 413, 503),
     )
     def search(
         self, data: JSONBody[SearchRequest], service: Service, caller: CallerDep
@@ -95,9 +100,48 @@ class RetrievalController(Controller):
         With too few visible memories for BM25, hybrid search runs on vectors
         alone and says so with ``fallback: "vector"``. No match is an empty list.
 
+        ``near`` (with ``steps``, ``types``, ``block``) searches only a
+        memory's graph neighbourhood.
+
         Raises:
-            InvalidInput: 400, empty query, k < 1 or an unknown learned part.
+            InvalidInput: 400, empty query, k < 1 or an unknown learned part;
+                ``steps`` outside 1..5, a bad type or blocked name, or
+                ``steps``/``types``/``block`` without ``near``.
+            NotFound: 404, the ``near`` memory is missing or not visible.
             TooLarge: 413, k over ``max_k`` or query over ``max_content_chars``.
             StoreUnavailable / EmbeddingError: 503.
         """
         return _search(service, caller, data, data.mode)
+
+    @post(
+        "/search/vector",
+        sync_to_thread=True,
+        status_code=HTTP_200_OK,
+        responses=error_responses(400, 403, 404, 413, 503),
+    )
+    def search_vector(
+        self, data: JSONBody[VectorSearchRequest], service: Service, caller: CallerDep
+    ) -> SearchOut:
+        """Memories nearest to a raw embedding vector (cosine), best first; no text is embedded.
+
+        ``vector`` must have the instance's embedding dimension (``embedding_dim``
+        in ``GET /v1/stats``). Hits have ``score`` = ``vector_score`` = cosine
+        similarity clipped to [0, 1]; ``mode`` is ``vector``. The learned layer
+        takes no part (it learns from query text). No match is an empty list.
+
+        Raises:
+            InvalidInput: 400, a vector of another dimension, a value that is
+                not finite, all zeros; k < 1; a bad ``near`` traversal.
+            NotFound: 404, the ``near`` memory is missing or not visible.
+            TooLarge: 413, k over ``max_k``.
+            StoreUnavailable: 503.
+        """
+        filters = dataclasses.replace(data.to_filters(), owner=caller.scope(data.owner))
+        result = service.search_vector(
+            data.vector,
+            k=data.k,
+            filters=filters,
+            min_score=data.min_score,
+            near=data.near_filter(),
+        )
+        return search_out(result)

@@ -19,8 +19,10 @@ from tribal_memory.models import (
     MemoryInput,
     MemoryKind,
     MemoryPatch,
+    Near,
     SearchFilters,
     SearchMode,
+    Traversal,
     Variant,
 )
 
@@ -33,6 +35,27 @@ ChunkIndex = Annotated[int, msgspec.Meta(ge=0, le=2**31 - 1)]
 
 class _Request(msgspec.Struct, forbid_unknown_fields=True):
     """Base of request bodies: unknown fields are an error."""
+
+
+def near_of(
+    near: str | None, steps: int | None, types: list[str] | None, block: list[str] | None
+) -> Near | None:
+    """The core :class:`Near` of a body's ``near``, ``steps``, ``types`` and ``block``.
+
+    Returns:
+        None without ``near``; else the neighbourhood of ``near`` within
+        ``steps`` hops (default 1).
+
+    Raises:
+        InvalidInput: ``steps``, ``types`` or ``block`` given without ``near``.
+    """
+    if near is None:
+        if steps is not None or types is not None or block is not None:
+            raise InvalidInput("steps, types and block need near (the memory to search around)")
+        return None
+    return Near(
+        near, Traversal(1 if steps is None else steps, tuple(types or ()), tuple(block or ()))
+    )
 
 
 # -- errors ---------------------------------------------------------------------
@@ -175,6 +198,14 @@ class RecallRequest(_Request):
     search, the baseline); null uses the owner's A/B variant. ``session_id``
     (with ``feedback``): the agent task this retrieval belongs to; feedback on
     any retrieval of the session may name memories another of them returned.
+
+    ``near``: search only the graph neighbourhood of this memory id: it and
+    the memories within ``steps`` hops (1 to 5, default 1) over relations
+    (either direction), following only ``types`` (default: every relation
+    type) and never passing through ``block`` (relation types not followed,
+    memory kinds neither returned nor walked through). Memories the caller
+    may not see are never part of it, nor walked through. The neighbourhood
+    is a prefilter on memory ids; ranking is otherwise the same.
     """
 
     query: str
@@ -191,6 +222,18 @@ class RecallRequest(_Request):
     learned: list[str] | None = None
     context: bool = False
     session_id: str | None = None
+    near: str | None = None
+    steps: int | None = None
+    types: list[str] | None = None
+    block: list[str] | None = None
+
+    def near_filter(self) -> Near | None:
+        """The core :class:`Near` of this body's ``near`` fields (see :func:`near_of`).
+
+        Raises:
+            InvalidInput: ``steps``, ``types`` or ``block`` given without ``near``.
+        """
+        return near_of(self.near, self.steps, self.types, self.block)
 
     def learned_parts(self) -> LearnedParts | None:
         """The core :class:`LearnedParts` named by ``learned`` (None: the owner's variant).

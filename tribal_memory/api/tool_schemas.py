@@ -217,3 +217,51 @@ class ContextOut(msgspec.Struct):
     hits: list[ContextItemOut]
     neighbors: list[ContextItemOut]
     tokens: int
+
+
+# -- memory_graph ---------------------------------------------------------------------
+
+
+class MemoryGraphIn(msgspec.Struct):
+    """The arguments of ``memory_graph``.
+
+    ``operation`` (``neighbors``, ``intersection``, ``search``); ``ids``: one memory
+    id (neighbors, search) or 2 to 16 (intersection); ``steps`` (1 to 5, default 1);
+    ``types``: relation types to follow (default all); ``block``: relation types and
+    memory kinds never passed through; ``query`` (search); ``maxResults`` (default 10,
+    capped at ``max_k``). Other fields are ignored.
+    """
+
+    operation: str
+    ids: list[str]
+    steps: float | None = None
+    types: list[str] | None = None
+    block: list[str] | None = None
+    query: str | None = None
+    maxResults: float | None = None
+
+
+class GraphMemoryOut(msgspec.Struct, omit_defaults=True):
+    """One memory ``memory_graph`` found.
+
+    Its id, virtual ``path`` (``memory_get`` reads it), ``snippet`` (its text, at
+    most 700 characters), owner and kind. ``steps``: neighbors, its hop count;
+    intersection, its hop counts from each id in order. ``via``: neighbors, the
+    relation type that reached it. ``score``: search, in [0, 1], higher is better.
+    """
+
+    memoryId: str
+    path: str
+    snippet: str
+    owner: str
+    kind: str
+    steps: int | list[int] | None = None
+    via: str | None = None
+    score: Score | None = None
+
+
+class MemoryGraphOut(msgspec.Struct):
+    """The operation run and the memories it found (nearest or best first; empty: none)."""
+
+    operation: str
+    memories: list[GraphMemoryOut]

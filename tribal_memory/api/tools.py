@@ -1,4 +1,4 @@
-"""Agent tools over HTTP: ``POST /v1/tools/memory_search|memory_get|memory_feedback``.
+"""Agent tools over HTTP: ``POST /v1/tools/memory_search|memory_get|memory_feedback|memory_graph``.
 
 Drop-in for OpenClaw's memory slot: a plugin forwards each tool call's
 arguments as the JSON body and returns the answer to the agent unchanged
@@ -27,9 +27,12 @@ from tribal_memory.api.tool_schemas import (
     MemoryFeedbackOut,
     MemoryGetIn,
     MemoryGetOut,
+    MemoryGraphIn,
+    MemoryGraphOut,
     MemorySearchIn,
     MemorySearchOut,
 )
+from tribal_memory.graph_tool import memory_graph
 
 AgentHeader = Annotated[
     str | None,
@@ -171,3 +174,40 @@ class ToolsController(Controller):
         arguments = {"retrievalId": data.retrievalId, "usedPaths": data.usedPaths}
         answer = tools.memory_feedback(service, arguments, owner=agent, learner=caller.learner)
         return msgspec.convert(answer, MemoryFeedbackOut)
+
+    @post(
+        "/memory_graph",
+        sync_to_thread=True,
+        status_code=HTTP_200_OK,
+        responses=error_responses(400, 403, 404, 413),
+    )
+    def memory_graph(
+        self,
+        data: JSONBody[MemoryGraphIn],
+        service: Service,
+        agent: Agent,
+    ) -> MemoryGraphOut:
+        """Graph queries for agents (the MCP ``memory_graph`` tool).
+
+        Neighbours, intersection, search near a memory.
+
+        The agent sees the graph as ``GET /v1/memories/{id}/neighbors`` does:
+        another owner's memory is never listed, counted or walked through.
+
+        Raises:
+            InvalidInput: 400, an unknown operation, no ids, bad steps, types
+                or block, search without a query, ``maxResults`` below 1.
+            NotFound: 404, an id missing or not visible to the agent.
+            TooLarge: 413, a query over ``max_content_chars``.
+        """
+        arguments = _present(
+            operation=data.operation,
+            ids=data.ids,
+            steps=data.steps,
+            types=data.types,
+            block=data.block,
+            query=data.query,
+            maxResults=data.maxResults,
+        )
+        answer = memory_graph(service, arguments, owner=agent)
+        return msgspec.convert(answer, MemoryGraphOut)

@@ -13,9 +13,11 @@ Every other setting comes from ``TRIBAL_*`` environment variables (see
 :class:`tribal_memory.config.Settings`).
 
 Modules: :mod:`.root` (the typer app, its error handling, global options and
-what each command shares), :mod:`.commands`, :mod:`.documents` (``ingest``,
-``documents``), :mod:`.learned` (feedback, anchors, variants), :mod:`.keys`
-(API keys), :mod:`.maintenance` (``check``, ``backup``, ``restore``),
+what each command shares), :mod:`.commands`, :mod:`.graph` (``intersection``,
+``relate-batch``, ``memories``, ``clear-owner``, ``search-vector``),
+:mod:`.documents` (``ingest``, ``documents``), :mod:`.learned` (feedback,
+anchors, variants), :mod:`.keys` (API keys), :mod:`.maintenance` (``check``,
+``backup``, ``restore``),
 :mod:`.transfer` (``export`` and ``import``), :mod:`.agent` (``mcp`` and
 ``context``), :mod:`.bench` (the ``bench`` sub-commands) and :mod:`.output`
 (JSON lines, tables, progress bars, errors).
@@ -27,6 +29,7 @@ from tribal_memory.cli import (  # noqa: F401
     bench,
     commands,
     documents,
+    graph,
     keys,
     learned,
     maintenance,

@@ -25,13 +25,15 @@ from tribal_memory.cli.output import (
     _table,
 )
 from tribal_memory.cli.root import DataDirOption, JsonOption, _Run, app
-from tribal_memory.errors import TribalError
+from tribal_memory.errors import InvalidInput, TribalError
 from tribal_memory.models import (
     LEARNED_PARTS,
     SHARED_OWNER,
     LearnedParts,
     MemoryInput,
+    Near,
     SearchFilters,
+    Traversal,
 )
 
 if TYPE_CHECKING:
@@ -68,6 +70,47 @@ LearnedOption = Annotated[
         "(plain search). Default: the owner's A/B variant.",
     ),
 ]
+
+
+NearOption = Annotated[
+    str | None,
+    typer.Option(
+        "--near",
+        metavar="ID",
+        help="Search only this memory and those within --steps hops of it over relations.",
+    ),
+]
+StepsOption = Annotated[
+    int | None, typer.Option(min=1, max=5, help="Hops over relations (default 1).")
+]
+TypeOption = Annotated[
+    list[str] | None,
+    typer.Option("--type", help="Follow only relations of this type (repeat: any of them)."),
+]
+BlockOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--block",
+        help="Never pass through relations of this type or memories of this kind (repeat).",
+    ),
+]
+
+
+def _near(
+    near: str | None, steps: int | None, types: list[str] | None, block: list[str] | None
+) -> Near | None:
+    """The :class:`Near` of ``--near``, ``--steps``, ``--type``, ``--block``.
+
+    Raises:
+        InvalidInput: ``--steps``, ``--type`` or ``--block`` without ``--near``.
+    """
+    if near is None:
+        if steps is not None or types or block:
+            raise InvalidInput(
+                "--steps, --type and --block need --near (the memory to search around)"
+            )
+        return None
+    return Near(near, Traversal(steps or 1, tuple(types or ()), tuple(block or ())))
 
 
 class Kind(StrEnum):
@@ -166,6 +209,7 @@ class _Ask:
     min_score: float
     learned: str | None  # --learned as given, e.g. "cache,feedback"
     context: bool
+    near: Near | None = None
 
 
 def _ask(run: _Run, ask: _Ask, *, feedback: bool) -> None:
@@ -181,6 +225,7 @@ def _ask(run: _Run, ask: _Ask, *, feedback: bool) -> None:
             min_score=ask.min_score,
             learned=parts,
             context=ask.context,
+            near=ask.near,
         )
     _print_hits(run, result, context=ask.context)
 
@@ -195,12 +240,17 @@ def recall(
     feedback: FeedbackOption = False,
     learned: LearnedOption = None,
     context: ContextOption = False,
+    near: NearOption = None,
+    steps: StepsOption = None,
+    type: TypeOption = None,
+    block: BlockOption = None,
     data_dir: DataDirOption = None,
     json_out: JsonOption = None,
 ) -> None:
     """Embedding-similarity recall; score = cosine similarity in [0, 1] plus learned boosts."""
     run = _Run(ctx, data_dir, json_out)
-    ask = _Ask(query, k, SearchFilters(owner=owner), "vector", min_score, learned, context)
+    where = _near(near, steps, type, block)
+    ask = _Ask(query, k, SearchFilters(owner=owner), "vector", min_score, learned, context, where)
     _ask(run, ask, feedback=feedback)
 
 
@@ -228,6 +278,10 @@ def search(
     feedback: FeedbackOption = False,
     learned: LearnedOption = None,
     context: ContextOption = False,
+    near: NearOption = None,
+    steps: StepsOption = None,
+    type: TypeOption = None,
+    block: BlockOption = None,
     data_dir: DataDirOption = None,
     json_out: JsonOption = None,
 ) -> None:
@@ -241,7 +295,9 @@ def search(
         since=_parse_time(since, "--since"),
         until=_parse_time(until, "--until"),
     )
-    _ask(run, _Ask(query, k, filters, mode.value, min_score, learned, context), feedback=feedback)
+    where = _near(near, steps, type, block)
+    ask = _Ask(query, k, filters, mode.value, min_score, learned, context, where)
+    _ask(run, ask, feedback=feedback)
 
 
 @app.command()
@@ -312,6 +368,8 @@ def neighbors(
     ctx: typer.Context,
     memory_id: IdArgument,
     steps: Annotated[int, typer.Option(min=1, max=5, help="Hops over relations.")] = 1,
+    type: TypeOption = None,
+    block: BlockOption = None,
     owner: OwnerOption = None,
     data_dir: DataDirOption = None,
     json_out: JsonOption = None,
@@ -319,7 +377,9 @@ def neighbors(
     """Memories reachable over relations, nearest first."""
     run = _Run(ctx, data_dir, json_out)
     with run.service() as service:
-        found = service.neighbors(memory_id, steps=steps, owner=owner)
+        found = service.neighbors(
+            memory_id, steps=steps, owner=owner, types=type or (), block=block or ()
+        )
     if run.json:
         for neighbor in found:
             run.emit(_neighbor_dict(neighbor))

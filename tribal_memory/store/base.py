@@ -125,6 +125,17 @@ class MemoryStore(Protocol):
         [] when none pass (a miss is not an error).
         """
 
+    def page(self, filters: SearchFilters, limit: int, *, after: str | None = None) -> list[Memory]:
+        """Up to ``limit`` memories passing ``filters`` whose id sorts after ``after``, by id.
+
+        Keyset paging: the last id of one page, passed as ``after``, reads the
+        next; memories written or deleted meanwhile do not shift the others.
+        ``after`` None starts at the first id. [] past the end.
+        """
+
+    def ids_of(self, filters: SearchFilters) -> list[str]:
+        """Ids of every memory passing ``filters`` (only that column is read); [] for none."""
+
     def count(self, filters: SearchFilters | None = None) -> int:
         """Number of memories passing ``filters`` (all memories when None)."""
 

@@ -110,6 +110,10 @@ def filter_sql(filters: SearchFilters) -> str | None:
         clauses.append(f"coalesce(event_time, created_at) >= {timestamp_sql(filters.since)}")
     if filters.until is not None:
         clauses.append(f"coalesce(event_time, created_at) <= {timestamp_sql(filters.until)}")
+    if filters.memory_ids is not None:
+        ids = filters.memory_ids
+        # The scalar index on memory_id answers the IN list; no id at all passes nothing.
+        clauses.append(f"memory_id IN ({in_list(ids)})" if ids else "FALSE")
     return " AND ".join(clauses) if clauses else None
 
 

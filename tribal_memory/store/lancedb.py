@@ -30,7 +30,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from lancedb.index import FTS, Bitmap, BTree, IndexConfig, IvfFlat
-from lancedb.query import AsyncVectorQuery, MatchQuery
+from lancedb.query import AsyncVectorQuery, ColumnOrdering, MatchQuery
 from lancedb.table import AsyncTable
 
 from tribal_memory.embeddings.base import Vector
@@ -517,6 +517,30 @@ class LanceMemoryStore:
         if where:
             query = query.where(where)
         return [to_memory(row) for row in self._run("read", query.to_list())]
+
+    def page(self, filters: SearchFilters, limit: int, *, after: str | None = None) -> list[Memory]:
+        """See :meth:`MemoryStore.page`: LanceDB sorts the rows passing the prefilter by id."""
+        clauses = [c for c in (filter_sql(filters),) if c]
+        if after is not None:
+            clauses.append(f"memory_id > {quote(after)}")
+        query = (
+            self._table.query()
+            .select(list(COLUMNS))
+            .order_by([ColumnOrdering(column_name="memory_id")])
+            .limit(limit)
+        )
+        if clauses:
+            query = query.where(" AND ".join(f"({c})" for c in clauses))
+        return [to_memory(row) for row in self._run("read", query.to_list())]
+
+    def ids_of(self, filters: SearchFilters) -> list[str]:
+        """See :meth:`MemoryStore.ids_of`."""
+        where = filter_sql(filters)
+        query = self._table.query().select(["memory_id"])
+        if where:
+            query = query.where(where)
+        table = self._run("read", query.to_arrow())
+        return [str(value) for value in table.column("memory_id").to_pylist()]
 
     def count(self, filters: SearchFilters | None = None) -> int:
         """See :meth:`MemoryStore.count`."""
