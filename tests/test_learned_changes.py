@@ -1,0 +1,151 @@
+"""The change log of the learned tables (migration 0009) and the indexes patched from it.
+
+After a feedback a search reads only the learned rows that changed since the
+index it holds was built. These tests check that an index patched that way is
+the index a full rebuild gives, row for row, so no answer changes.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from sqlalchemy import delete, insert, select
+
+from tribal_memory.db import Database, make_engine, migrate, read_changes, read_generation
+from tribal_memory.generation_triggers import KEEP_CHANGES
+from tribal_memory.learned import query_cache
+from tribal_memory.learned.query_cache import PastQueries, QueryCache
+from tribal_memory.tables import LearnedChangeRow, QueryCacheRow, QueryFactWeightRow
+
+OWNER = "agent-a"
+COUNTER = QueryCache.generation_name(OWNER)
+DIM = 8
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Iterator[Database]:
+    engine = make_engine(tmp_path / "learned.sqlite3")
+    migrate(engine)
+    database = Database(engine)
+    yield database
+    database.close()
+
+
+def _generation(db: Database, name: str = COUNTER) -> int:
+    with db.session() as session:
+        return read_generation(session, name)
+
+
+def _entry(key: str, rng: random.Random, *, vector: bool = True) -> QueryCacheRow:
+    return QueryCacheRow(
+        owner=OWNER,
+        query_key=key,
+        query_text=f"question {key}?",
+        memory_ids=[],
+        hits=[],
+        success_count=rng.randint(0, 4),
+        failure_count=rng.randint(0, 2),
+        query_vector=np.array([rng.gauss(0, 1) for _ in range(DIM)], np.float32).tobytes()
+        if vector
+        else None,
+    )
+
+
+def test_each_counted_change_logs_its_key(db: Database) -> None:
+    rng = random.Random(1)
+    with db.session() as session:
+        session.add_all([_entry("b", rng), _entry("a", rng)])
+    first = _generation(db)
+    with db.session() as session:
+        session.add(QueryFactWeightRow(owner=OWNER, query_key="c", memory_id="m1", weight=0.5))
+        session.execute(delete(QueryCacheRow).where(QueryCacheRow.query_key == "a"))
+    last = _generation(db)
+    with db.session() as session:
+        assert read_changes(session, COUNTER, 0, first) == {"a", "b"}
+        assert read_changes(session, COUNTER, first, last) == {"a", "c"}
+        assert read_changes(session, COUNTER, last, last) == set()
+        assert read_changes(session, COUNTER, last, first) is None  # the counter went back
+        # A change the log no longer holds: the caller must read everything.
+        session.execute(delete(LearnedChangeRow).where(LearnedChangeRow.generation == last))
+    with db.session() as session:
+        assert read_changes(session, COUNTER, first, last) is None
+        assert read_changes(session, COUNTER, 0, KEEP_CHANGES + 1) is None
+
+
+def test_the_log_keeps_the_last_changes_per_counter(db: Database) -> None:
+    rows = [
+        {"owner": OWNER, "query_key": "k", "memory_id": f"m{i}", "weight": 0.5}
+        for i in range(KEEP_CHANGES + 5)
+    ]
+    with db.session() as session:
+        session.execute(insert(QueryFactWeightRow), rows)
+    with db.session() as session:
+        kept = session.scalars(
+            select(LearnedChangeRow.generation).where(LearnedChangeRow.name == COUNTER)
+        ).all()
+        assert sorted(kept) == list(range(6, KEEP_CHANGES + 6))
+        assert read_changes(session, COUNTER, 5, KEEP_CHANGES + 5) == {"k"}
+        assert read_changes(session, COUNTER, 4, KEEP_CHANGES + 5) is None
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_patched_past_query_index_is_the_rebuilt_one(
+    db: Database, seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    patches: list[int] = []
+    patch = query_cache._patched
+
+    def counted(*args: Any) -> PastQueries:
+        patches.append(1)
+        return patch(*args)
+
+    monkeypatch.setattr(query_cache, "_patched", counted)
+    rng = random.Random(seed)
+    cache = QueryCache(db, min_successes=2, min_success_rate=0.6)
+    keys = [f"key {i:03d}" for i in range(40)]
+    with db.session() as session:
+        session.add_all([_entry(k, rng, vector=rng.random() > 0.1) for k in keys[:30]])
+    assert cache.past_queries(OWNER) is not None
+    for round_ in range(5):  # rounds of changes: new entries, counts, vectors, deletions
+        with db.session() as session:
+            for key in rng.sample(keys, 6):
+                row = session.get(QueryCacheRow, (OWNER, key))
+                action = rng.random()
+                if row is None:
+                    session.add(_entry(key, rng, vector=rng.random() > 0.2))
+                elif action < 0.3:
+                    session.delete(row)
+                elif action < 0.6:
+                    row.success_count += 1
+                elif action < 0.8:
+                    row.failure_count += 1
+                else:
+                    row.query_vector = _entry(key, rng).query_vector
+            weighted = rng.choice(keys)  # a weight change counts too, with its key
+            session.add(
+                QueryFactWeightRow(
+                    owner=OWNER, query_key=weighted, memory_id=f"m{round_}", weight=0.1
+                )
+            )
+        patched = cache.past_queries(OWNER)
+        assert patches, "the index was rebuilt, not patched"
+        patches.clear()
+        rebuilt = QueryCache(db, min_successes=2, min_success_rate=0.6).past_queries(OWNER)
+        assert patched is not None and rebuilt is not None
+        assert patched.generation == rebuilt.generation == _generation(db)
+        assert patched.keys == rebuilt.keys == sorted(patched.keys)
+        assert patched.texts == rebuilt.texts
+        assert patched.eligible_keys == rebuilt.eligible_keys
+        assert np.array_equal(patched.eligible, rebuilt.eligible)
+        assert patched.matrix.dtype == rebuilt.matrix.dtype
+        assert np.array_equal(patched.matrix, rebuilt.matrix)
+        for _ in range(5):
+            vector = [rng.gauss(0, 1) for _ in range(DIM)]
+            assert patched.similar(vector, min_similarity=-1.0) == rebuilt.similar(
+                vector, min_similarity=-1.0
+            )
