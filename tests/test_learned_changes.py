@@ -19,7 +19,9 @@ from sqlalchemy import delete, insert, select
 from tribal_memory.db import Database, make_engine, migrate, read_changes, read_generation
 from tribal_memory.generation_triggers import KEEP_CHANGES
 from tribal_memory.learned import query_cache
+from tribal_memory.learned.anchors import AnchorIndex, owners_for
 from tribal_memory.learned.query_cache import PastQueries, QueryCache
+from tribal_memory.models import SHARED_OWNER
 from tribal_memory.tables import LearnedChangeRow, QueryCacheRow, QueryFactWeightRow
 
 OWNER = "agent-a"
@@ -149,3 +151,62 @@ def test_a_patched_past_query_index_is_the_rebuilt_one(
             assert patched.similar(vector, min_similarity=-1.0) == rebuilt.similar(
                 vector, min_similarity=-1.0
             )
+
+
+WORDS = [
+    "vpn",
+    "host",
+    "port",
+    "deploy",
+    "prod",
+    "tuesday",
+    "rotation",
+    "monday",
+    "cluster",
+    "region",
+    "react",
+    "token",
+]
+MEMORIES = [f"m{i}" for i in range(12)]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_patched_anchor_corpus_answers_as_a_reloaded_one(
+    db: Database, seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    patches: list[int] = []
+    patch = AnchorIndex._patch
+
+    def counted(self: AnchorIndex, *args: Any) -> None:
+        patches.append(1)
+        patch(self, *args)
+
+    monkeypatch.setattr(AnchorIndex, "_patch", counted)
+    rng = random.Random(seed)
+    index = AnchorIndex(db, min_uses=2, max_per_memory=3, min_match=0.3)
+    owners = ["a", "b", SHARED_OWNER]
+
+    def text() -> str:
+        return " ".join(rng.sample(WORDS, rng.randint(1, 4)))
+
+    for memory_id in MEMORIES:
+        index.add(memory_id, text(), rng.choice(owners))
+    assert index.search("vpn host", 10, owners=None)  # loads the corpus
+    for _ in range(6):  # rounds of uses (promotions, pruning), additions and removals
+        for _ in range(8):
+            action, memory_id, owner = rng.random(), rng.choice(MEMORIES), rng.choice(owners)
+            if action < 0.6:
+                index.reinforce(memory_id, text(), owner)
+            elif action < 0.8:
+                index.add(memory_id, text(), owner)
+            else:
+                for anchor in index.anchors_of(memory_id)[:1]:
+                    index.remove(memory_id, anchor.text)
+        reloaded = AnchorIndex(db, min_uses=2, max_per_memory=3, min_match=0.3)
+        for _ in range(10):
+            query, scope = text(), rng.choice([None, *owners])
+            scoped = owners_for(scope) if scope is not None else None
+            assert index.search(query, 5, owners=scoped) == reloaded.search(query, 5, owners=scoped)
+        assert index.active_count() == reloaded.active_count()
+        assert patches, "the corpus was reloaded, not patched"
+        patches.clear()
