@@ -8,7 +8,7 @@ the index a full rebuild gives, row for row, so no answer changes.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ from tribal_memory.db import Database, make_engine, migrate, read_changes, read_
 from tribal_memory.generation_triggers import KEEP_CHANGES
 from tribal_memory.learned import query_cache
 from tribal_memory.learned.anchors import AnchorIndex, owners_for
+from tribal_memory.learned.memo import RowsByKey, changed_keys
 from tribal_memory.learned.query_cache import PastQueries, QueryCache
 from tribal_memory.models import SHARED_OWNER
 from tribal_memory.tables import LearnedChangeRow, QueryCacheRow, QueryFactWeightRow
@@ -210,3 +211,43 @@ def test_a_patched_anchor_corpus_answers_as_a_reloaded_one(
         assert index.active_count() == reloaded.active_count()
         assert patches, "the corpus was reloaded, not patched"
         patches.clear()
+
+
+def test_memoised_rows_of_unchanged_keys_survive_a_change(db: Database) -> None:
+    def read_all(owner: str, keys: Sequence[str]) -> dict[str, list[tuple[str, float]]]:
+        found: dict[str, list[tuple[str, float]]] = {}
+        with db.session() as session:
+            for row in session.scalars(
+                select(QueryFactWeightRow).where(
+                    QueryFactWeightRow.owner == owner, QueryFactWeightRow.query_key.in_(keys)
+                )
+            ):
+                found.setdefault(row.query_key, []).append((row.memory_id, row.weight))
+        return {key: sorted(rows) for key, rows in found.items()}
+
+    asked: list[list[str]] = []
+
+    def read(owner: str, keys: Sequence[str]) -> dict[str, list[tuple[str, float]]]:
+        asked.append(sorted(keys))
+        return read_all(owner, keys)
+
+    memo = RowsByKey(read, changed=changed_keys(db))
+    with db.session() as session:
+        for key in ("a", "b", "c"):
+            session.add(QueryFactWeightRow(owner=OWNER, query_key=key, memory_id="m", weight=0.1))
+    keys = ["a", "b", "c", "d"]
+    assert memo.get(OWNER, keys, _generation(db)) == read_all(OWNER, keys) | {"d": []}
+    asked.clear()
+    with db.session() as session:
+        session.add(QueryFactWeightRow(owner=OWNER, query_key="b", memory_id="n", weight=0.2))
+        session.add(QueryFactWeightRow(owner=OWNER, query_key="d", memory_id="n", weight=0.3))
+    assert memo.get(OWNER, keys, _generation(db)) == read_all(OWNER, keys)
+    assert asked == [["b", "d"]]  # only what changed is read again
+    asked.clear()
+    # Without a log to read the memo forgets everything, as before migration 0009.
+    with db.session() as session:
+        session.add(QueryFactWeightRow(owner=OWNER, query_key="c", memory_id="n", weight=0.4))
+    with db.session() as session:
+        session.execute(delete(LearnedChangeRow))
+    assert memo.get(OWNER, keys, _generation(db)) == read_all(OWNER, keys)
+    assert asked == [keys]

@@ -35,7 +35,7 @@ from typing import Any
 from sqlalchemy import case, func, select
 
 from tribal_memory.db import Database, days_since
-from tribal_memory.learned.memo import RowsByKey
+from tribal_memory.learned.memo import RowsByKey, changed_keys
 from tribal_memory.learned.query_cache import PastQuery
 from tribal_memory.tables import QueryFactWeightRow, RetrievalEventRow, utcnow
 
@@ -125,7 +125,7 @@ class FeedbackTracker:
         self._priors_seen: dict[str, int] = {}
         """owner -> the generation the last :meth:`priors` call saw."""
         self._priors_lock = threading.Lock()
-        self._weights = RowsByKey(self._read_weights)
+        self._weights = RowsByKey(self._read_weights, changed=changed_keys(db))
 
     # -- events -------------------------------------------------------------------
 
