@@ -9,21 +9,23 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterator, Sequence
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-from sqlalchemy import delete, insert, select
+from sqlalchemy import delete, event, insert, select
 
 from tribal_memory.db import Database, make_engine, migrate, read_changes, read_generation
 from tribal_memory.generation_triggers import KEEP_CHANGES
 from tribal_memory.learned import query_cache
 from tribal_memory.learned.anchors import AnchorIndex, owners_for
+from tribal_memory.learned.feedback import FeedbackTracker
 from tribal_memory.learned.memo import RowsByKey, changed_keys
 from tribal_memory.learned.query_cache import PastQueries, QueryCache
 from tribal_memory.models import SHARED_OWNER
-from tribal_memory.tables import LearnedChangeRow, QueryCacheRow, QueryFactWeightRow
+from tribal_memory.tables import LearnedChangeRow, QueryCacheRow, QueryFactWeightRow, utcnow
 
 OWNER = "agent-a"
 COUNTER = QueryCache.generation_name(OWNER)
@@ -251,3 +253,52 @@ def test_memoised_rows_of_unchanged_keys_survive_a_change(db: Database) -> None:
         session.execute(delete(LearnedChangeRow))
     assert memo.get(OWNER, keys, _generation(db)) == read_all(OWNER, keys)
     assert asked == [keys]
+
+
+def test_pool_priors_read_the_pools_weights_through_the_memory_index(db: Database) -> None:
+    rng = random.Random(3)
+    rows = [
+        {
+            "owner": OWNER,
+            "query_key": f"key {k}",
+            "memory_id": f"m{m:03d}",
+            "weight": rng.uniform(-1, 1),
+            "updated_at": utcnow() - timedelta(days=rng.uniform(0, 60)),
+        }
+        for k in range(30)
+        for m in rng.sample(range(400), 40)
+    ]
+    with db.session() as session:
+        session.execute(insert(QueryFactWeightRow), rows)
+    tracker = FeedbackTracker(
+        db,
+        learning_rate=0.3,
+        penalty_rate=0.1,
+        half_life_days=30,
+        min_similarity=0.7,
+        max_boost=0.3,
+        max_penalty=0.2,
+    )
+    statements: list[tuple[str, Any]] = []
+
+    def capture(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
+        statements.append((statement, parameters))
+
+    now = utcnow()
+    pool = [f"m{m:03d}" for m in range(0, 400, 3)]
+    event.listen(db.engine, "before_cursor_execute", capture)
+    try:
+        some = tracker.priors(OWNER, now, pool)
+    finally:
+        event.remove(db.engine, "before_cursor_execute", capture)
+    every = tracker.priors(OWNER, now, [f"m{m:03d}" for m in range(400)])
+    assert some == pytest.approx({m: p for m, p in every.items() if m in pool})
+    whole = tracker._read_priors(OWNER, now)
+    assert set(some) == {m for m in whole if m in pool}
+    for memory_id, prior in some.items():
+        assert prior.used == pytest.approx(whole[memory_id].used, rel=1e-12)
+        assert prior.skipped == pytest.approx(whole[memory_id].skipped, rel=1e-12)
+    (statement, parameters), *_ = [s for s in statements if "query_fact_weights" in s[0]]
+    with db.engine.connect() as connection:
+        plan = connection.exec_driver_sql(f"EXPLAIN QUERY PLAN {statement}", parameters).all()
+    assert "ix_query_fact_weights_memory" in str(plan)
