@@ -10,8 +10,10 @@ learned variant, and a learned search right after a feedback) on the same
 them alike; it prints p50/p95 per kind and the ratios to plain, and with
 ``--answers FILE`` writes every answer (ids and scores; the learned layer's
 clock frozen, so that weights decay alike) so two versions of the code can
-be checked for identical rankings (``compare``). ``--profile``
-runs the interleaved searches under cProfile.
+be checked for identical rankings (``compare``; run both with the same
+``PYTHONHASHSEED``: the anchor match's float sum follows string hashing).
+``--profile P`` runs the learned and the after-a-feedback searches under
+cProfile and writes ``P.learned.txt`` and ``P.interleaved.txt``.
 
     python benchmarks/after_feedback.py build --store /tmp/store-14-10k --size 10000
     python benchmarks/after_feedback.py time --store /tmp/store-14-10k --answers a.json
