@@ -127,7 +127,7 @@ def _copy_rows(source: Engine, target: Engine) -> None:
         target.begin() as dst,
     ):
         for table in Base.metadata.sorted_tables:
-            if table.name == "learned_generations":  # kept by the target's triggers
+            if table.name in ("learned_generations", "learned_changes"):  # the target's triggers
                 continue
             rows = src.execution_options(yield_per=_COPY_BATCH_ROWS).execute(select(table))
             for batch in rows.mappings().partitions():

@@ -50,7 +50,8 @@ from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.orm import InstrumentedAttribute, Session, sessionmaker
 
 from tribal_memory.errors import StoreUnavailable
-from tribal_memory.tables import LearnedGenerationRow
+from tribal_memory.generation_triggers import KEEP_CHANGES
+from tribal_memory.tables import LearnedChangeRow, LearnedGenerationRow
 
 if TYPE_CHECKING:
     from tribal_memory.config import Settings
@@ -274,6 +275,36 @@ def read_generations(session: Session, names: Sequence[str]) -> dict[str, int]:
     rows = session.execute(_GENERATIONS, {"names": list(names)}).all()
     found = {str(name): int(generation) for name, generation in rows}
     return {name: found.get(name, 0) for name in names}
+
+
+_CHANGES = select(LearnedChangeRow.item).where(
+    LearnedChangeRow.name == bindparam("name"),
+    LearnedChangeRow.generation > bindparam("since"),
+    LearnedChangeRow.generation <= bindparam("until"),
+)
+
+
+def read_changes(session: Session, name: str, since: int, until: int) -> set[str] | None:
+    """What the changes counted in ``name`` after ``since`` up to ``until`` touched.
+
+    The triggers of migration 0009 log each counted change's query key
+    (``query_cache:<owner>``) or memory id (``fact_anchors``) under the
+    counter's new value, so a process holding something built at ``since``
+    can re-read only those items to be current at ``until``.
+
+    Returns:
+        The items (a set, empty when ``until == since``); None when the log
+        no longer holds every change in between (pruned, written before
+        migration 0009, or the counter went back): rebuild from scratch.
+    """
+    if until == since:
+        return set()
+    if until < since or until - since > KEEP_CHANGES:
+        return None
+    items = session.scalars(_CHANGES, {"name": name, "since": since, "until": until}).all()
+    if len(items) != until - since:
+        return None
+    return set(items)
 
 
 def upsert(

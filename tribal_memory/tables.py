@@ -158,6 +158,23 @@ class LearnedGenerationRow(Base):
     generation: Mapped[int] = mapped_column(BigInteger, default=0)
 
 
+class LearnedChangeRow(Base):
+    """What one counted change touched (written by database triggers, never by code).
+
+    ``name`` and ``generation``: the counter and its value after the change;
+    ``item``: the changed row's query key (``query_cache:<owner>``) or memory
+    id (``fact_anchors``). The last ``KEEP_CHANGES`` per counter are kept
+    (:mod:`tribal_memory.generation_triggers`); see
+    :func:`tribal_memory.db.read_changes`. Derived state: not exported.
+    """
+
+    __tablename__ = "learned_changes"
+
+    name: Mapped[str] = mapped_column(String(160), primary_key=True)
+    generation: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    item: Mapped[str] = mapped_column(String(512))
+
+
 class OwnerVariantRow(Base):
     """An owner pinned to an A/B variant (``learned`` or ``baseline``)."""
 

@@ -28,14 +28,14 @@ from __future__ import annotations
 import math
 import threading
 from collections import Counter
-from collections.abc import Collection
-from dataclasses import dataclass
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC
 from typing import Literal
 
-from sqlalchemy import delete, or_, select
+from sqlalchemy import Row, delete, or_, select
 
-from tribal_memory.db import Database, read_generation
+from tribal_memory.db import Database, read_changes, read_generation
 from tribal_memory.errors import InvalidInput
 from tribal_memory.learned.text import content_terms, stem
 from tribal_memory.models import SHARED_OWNER, Anchor
@@ -44,6 +44,9 @@ from tribal_memory.tables import FactAnchorRow
 AnchorSource = Literal["manual", "learned", "llm"]
 MAX_ANCHOR_CHARS = 1024
 
+
+MAX_PATCHED = 500
+"""Most changed memories a reload patches in; past that it reads every active anchor."""
 
 GENERATION = "fact_anchors"
 """The change counter of all anchors (:func:`tribal_memory.db.read_generation`)."""
@@ -59,17 +62,47 @@ class AnchorMatch:
 
 @dataclass(slots=True)
 class _OwnerAnchors:
-    memory_ids: list[str]  # one per active anchor
-    stems: list[frozenset[str]]
-    postings: dict[str, list[int]]  # stem -> positions (in memory_ids) of the anchors holding it
-    # (a stem's document frequency is the length of its postings list)
+    """One owner's active anchors, changed in place as anchors come and go.
+
+    ``postings``: stem -> positions of the live anchors holding it (a stem's
+    document frequency is the size of its set); a removed anchor leaves a
+    hole (``memory_ids[p] is None``) until the group is compacted.
+    """
+
+    memory_ids: list[str | None] = field(default_factory=list)
+    stems: list[frozenset[str]] = field(default_factory=list)
+    postings: dict[str, set[int]] = field(default_factory=dict)
+    positions: dict[str, list[int]] = field(default_factory=dict)  # memory id -> its anchors
+    live: int = 0
 
     def add(self, memory_id: str, stems: frozenset[str]) -> None:
         position = len(self.memory_ids)
         self.memory_ids.append(memory_id)
         self.stems.append(stems)
+        self.positions.setdefault(memory_id, []).append(position)
         for term in stems:
-            self.postings.setdefault(term, []).append(position)
+            self.postings.setdefault(term, set()).add(position)
+        self.live += 1
+
+    def remove(self, memory_id: str) -> None:
+        """Drop every anchor of ``memory_id``."""
+        for position in self.positions.pop(memory_id, ()):
+            for term in self.stems[position]:
+                holders = self.postings[term]
+                holders.discard(position)
+                if not holders:
+                    del self.postings[term]
+            self.memory_ids[position] = None
+            self.stems[position] = frozenset()
+            self.live -= 1
+
+    def compacted(self) -> _OwnerAnchors:
+        """The same anchors without holes (positions renumbered)."""
+        group = _OwnerAnchors()
+        for memory_id, stems in zip(self.memory_ids, self.stems, strict=True):
+            if memory_id is not None:
+                group.add(memory_id, stems)
+        return group
 
 
 @dataclass(slots=True)
@@ -120,8 +153,11 @@ class AnchorIndex:
         self.min_match = min_match
         self._corpus: _Corpus | None = None
         self._lock = threading.Lock()
+        """Guards ``_corpus`` and its contents (patched in place)."""
+        self._reload_lock = threading.Lock()
         self._stems_of: dict[str, frozenset[str]] = {}
-        """Active anchor text -> its stems, as of the last reload (reloads stem only new texts)."""
+        """Anchor text -> its stems: of the active anchors as of the last full reload, plus
+        those patched in since (reloads stem only new texts)."""
 
     def _active(self, row: FactAnchorRow) -> bool:
         return row.source != "learned" or row.uses >= self.min_uses
@@ -243,47 +279,98 @@ class AnchorIndex:
     def active_count(self, owners: Collection[str] | None = None) -> int:
         """Number of active anchors belonging to ``owners`` (None: all owners)."""
         corpus = self._load()
-        return sum(
-            len(anchors.memory_ids)
-            for owner, anchors in corpus.by_owner.items()
-            if owners is None or owner in owners
-        )
+        with self._lock:
+            return sum(
+                anchors.live
+                for owner, anchors in corpus.by_owner.items()
+                if owners is None or owner in owners
+            )
 
     def _load(self, generation: int | None = None) -> _Corpus:
+        """The corpus at ``generation`` (None: read the counter), reloaded only if it moved.
+
+        After a change only the anchors of the memories it touched are read
+        again (the change log of migration 0009) and patched in, under
+        ``self._lock``; else, or when the log cannot say, all active anchors.
+        """
         with self._lock:
             corpus = self._corpus
         if corpus is not None and generation is not None and corpus.generation == generation:
             return corpus
-        with self._db.session() as session:
-            if generation is None:
-                # Any add, use, promotion or removal, by any process (a database trigger).
-                generation = read_generation(session, GENERATION)
-                if corpus is not None and corpus.generation == generation:
-                    return corpus
-            # Plain columns of the active anchors only (the rule of _active, in SQL):
-            # this runs after every feedback that touches an anchor.
-            rows = session.execute(
-                select(
-                    FactAnchorRow.owner, FactAnchorRow.memory_id, FactAnchorRow.anchor_text
-                ).where(
-                    or_(
-                        FactAnchorRow.source != "learned",
-                        FactAnchorRow.uses >= self.min_uses,
-                    )
+        with self._reload_lock:  # one reload at a time; the others then find it done
+            with self._lock:
+                corpus = self._corpus
+            if corpus is not None and generation is not None and corpus.generation == generation:
+                return corpus
+            with self._db.session() as session:
+                if generation is None:
+                    # Any add, use, promotion or removal, by any process (a database trigger).
+                    generation = read_generation(session, GENERATION)
+                    if corpus is not None and corpus.generation == generation:
+                        return corpus
+                changed = (
+                    read_changes(session, GENERATION, corpus.generation, generation)
+                    if corpus is not None
+                    else None
                 )
-            ).all()
+                if changed is not None and len(changed) > MAX_PATCHED:
+                    changed = None
+                # Plain columns of the active anchors only (the rule of _active, in SQL):
+                # this runs after every feedback that touches an anchor.
+                statement = select(
+                    FactAnchorRow.owner, FactAnchorRow.memory_id, FactAnchorRow.anchor_text
+                ).where(or_(FactAnchorRow.source != "learned", FactAnchorRow.uses >= self.min_uses))
+                if changed is not None:
+                    statement = statement.where(FactAnchorRow.memory_id.in_(list(changed)))
+                rows = session.execute(statement).all() if changed != set() else []
+            if corpus is None or changed is None:
+                return self._rebuilt(generation, rows)
+            self._patch(corpus, generation, changed, rows)
+            return corpus
+
+    def _rebuilt(self, generation: int, rows: Sequence[Row[str, str, str]]) -> _Corpus:
         known = self._stems_of
         stems_of: dict[str, frozenset[str]] = {}
         by_owner: dict[str, _OwnerAnchors] = {}
         for owner, memory_id, text in rows:
             stems = stems_of.get(text) or known.get(text) or frozenset(_stems(text))
             stems_of[text] = stems
-            by_owner.setdefault(owner, _OwnerAnchors([], [], {})).add(memory_id, stems)
+            by_owner.setdefault(owner, _OwnerAnchors()).add(memory_id, stems)
         self._stems_of = stems_of  # texts of removed anchors drop out
         corpus = _Corpus(generation, by_owner)
         with self._lock:
             self._corpus = corpus
         return corpus
+
+    def _patch(
+        self,
+        corpus: _Corpus,
+        generation: int,
+        changed: set[str],
+        rows: Sequence[Row[str, str, str]],
+    ) -> None:
+        """Replace the anchors of the ``changed`` memory ids in ``corpus`` by ``rows`` (theirs now).
+
+        The same anchors, stems and postings as a full reload would give
+        (only the positions differ, which no score depends on).
+        """
+        stems_of = self._stems_of
+        fresh = []
+        for owner, memory_id, text in rows:
+            stems = stems_of.get(text)
+            if stems is None:
+                stems = stems_of[text] = frozenset(_stems(text))
+            fresh.append((owner, memory_id, stems))
+        with self._lock:
+            for group in corpus.by_owner.values():
+                for memory_id in changed:
+                    group.remove(memory_id)
+            for owner, memory_id, stems in fresh:
+                corpus.by_owner.setdefault(owner, _OwnerAnchors()).add(memory_id, stems)
+            for owner, group in corpus.by_owner.items():
+                if len(group.memory_ids) > 2 * group.live + 64:
+                    corpus.by_owner[owner] = group.compacted()
+            corpus.generation = generation
 
     def search(
         self,
@@ -307,12 +394,22 @@ class AnchorIndex:
         """
         corpus = self._load(generation)
         terms = set(_stems(query))
+        with self._lock:  # a reload may patch the corpus in place
+            return self._matches(corpus, terms, limit, owners)
+
+    def _matches(
+        self,
+        corpus: _Corpus,
+        terms: set[str],
+        limit: int,
+        owners: Collection[str] | None,
+    ) -> list[AnchorMatch]:
         groups = [
             anchors
             for owner, anchors in corpus.by_owner.items()
             if owners is None or owner in owners
         ]
-        n = sum(len(anchors.memory_ids) for anchors in groups)
+        n = sum(anchors.live for anchors in groups)
         if not n or not terms:
             return []
         df: Counter[str] = Counter()
@@ -328,6 +425,7 @@ class AnchorIndex:
             positions = {p for t in terms for p in anchors.postings.get(t, ())}
             for position in positions:
                 memory_id = anchors.memory_ids[position]
+                assert memory_id is not None  # postings hold live anchors only
                 shared = terms & anchors.stems[position]
                 match = sum(idf[t] for t in shared) / total
                 if match >= self.min_match and match > best.get(memory_id, 0.0):

@@ -35,7 +35,7 @@ import httpx
 from sqlalchemy import select
 
 from tribal_memory.db import Database
-from tribal_memory.learned.memo import RowsByKey
+from tribal_memory.learned.memo import RowsByKey, changed_keys
 from tribal_memory.learned.query_cache import PastQuery
 from tribal_memory.learned.text import content_terms, tokens
 from tribal_memory.tables import QueryExpansionRow
@@ -112,7 +112,7 @@ class LearnedExpansions:
     def __init__(self, db: Database, *, terms_per_use: int = 8) -> None:
         self._db = db
         self.terms_per_use = terms_per_use
-        self._words = RowsByKey(self._read_words)
+        self._words = RowsByKey(self._read_words, changed=changed_keys(db))
 
     def learn(self, owner: str, key: str, query: str, used_contents: Sequence[str]) -> None:
         """Add the content words of ``used_contents`` missing from ``query`` under ``key``."""

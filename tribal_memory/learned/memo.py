@@ -7,6 +7,8 @@ counter (database triggers, migrations 0005 and 0008). So rows read once
 under a counter value answer again until it moves; a key not yet read is read
 from SQL and added. Rows read after the counter was read can only be newer
 than it, never older, so a memo never serves rows older than its counter.
+When the counter moves, the keys the change log names (migration 0009) are
+forgotten and the others kept; when the log cannot say, all are forgotten.
 """
 
 from __future__ import annotations
@@ -14,6 +16,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from typing import Generic, TypeVar
+
+from tribal_memory.db import Database, read_changes
+from tribal_memory.learned.query_cache import QueryCache
 
 _Row = TypeVar("_Row")
 
@@ -26,6 +31,9 @@ class RowsByKey(Generic[_Row]):
 
     Args:
         read: ``read(owner, keys) -> {key: rows}``; keys without rows may be absent.
+        changed: ``changed(owner, since, until)``: the keys whose rows changed
+            between two counter values, None when unknown (see
+            :func:`tribal_memory.db.read_changes`); None: forget every key.
         max_keys: Most keys kept per owner.
     """
 
@@ -33,9 +41,11 @@ class RowsByKey(Generic[_Row]):
         self,
         read: Callable[[str, Sequence[str]], dict[str, list[_Row]]],
         *,
+        changed: Callable[[str, int, int], set[str] | None] | None = None,
         max_keys: int = MAX_KEYS,
     ) -> None:
         self._read = read
+        self._changed = changed
         self._max_keys = max_keys
         self._memo: dict[str, tuple[int, dict[str, list[_Row]]]] = {}
         self._lock = threading.Lock()
@@ -50,9 +60,15 @@ class RowsByKey(Generic[_Row]):
             return {key: found.get(key, []) for key in keys}
         with self._lock:
             known = self._memo.get(owner)
+        if known is not None and known[0] != generation and len(known[1]) <= self._max_keys:
+            changed = self._changed(owner, known[0], generation) if self._changed else None
+            if changed is not None:  # a new dict: another thread may be reading the old one
+                kept = {key: rows for key, rows in known[1].items() if key not in changed}
+                known = (generation, kept)
+        with self._lock:
             if known is None or known[0] != generation or len(known[1]) > self._max_keys:
                 known = (generation, {})
-                self._memo[owner] = known
+            self._memo[owner] = known
             rows = known[1]
             missing = [key for key in keys if key not in rows]
         if missing:
@@ -61,3 +77,14 @@ class RowsByKey(Generic[_Row]):
                 for key in missing:
                     rows[key] = found.get(key, [])
         return {key: rows[key] for key in keys}
+
+
+def changed_keys(db: Database) -> Callable[[str, int, int], set[str] | None]:
+    """``changed(owner, since, until)`` for :class:`RowsByKey`: the query keys of ``owner``
+    whose learned rows changed between two values of its counter (None: unknown)."""
+
+    def changed(owner: str, since: int, until: int) -> set[str] | None:
+        with db.session() as session:
+            return read_changes(session, QueryCache.generation_name(owner), since, until)
+
+    return changed

@@ -19,14 +19,18 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 import numpy as np
 from sqlalchemy import select
 
-from tribal_memory.db import Database, read_generation
+from tribal_memory.db import Database, read_changes, read_generation
 from tribal_memory.embeddings.base import Vector
 from tribal_memory.models import Memory, memory_from_json, memory_to_json
 from tribal_memory.tables import QueryCacheRow, utcnow
+
+MAX_PATCHED = 500
+"""Most changed entries :meth:`QueryCache.past_queries` patches in; past that it reads all."""
 
 
 def eligible(success: int, failure: int, min_successes: int, min_success_rate: float) -> bool:
@@ -173,23 +177,36 @@ class QueryCache:
                 generation = read_generation(session, self.generation_name(owner))
                 if cached is not None and cached.generation == generation:
                     return None if cached.empty else cached
-            rows = session.execute(
-                select(
-                    QueryCacheRow.query_key,
-                    QueryCacheRow.query_text,
-                    QueryCacheRow.success_count,
-                    QueryCacheRow.failure_count,
-                    QueryCacheRow.query_vector,
-                ).where(QueryCacheRow.owner == owner)
-            ).all()
-        # Runs after every feedback: one pass over the rows, one buffer for all vectors.
+            # After a feedback only the entries it touched are read again (the
+            # change log of migration 0009); else, or when the log cannot say, all.
+            changed = (
+                read_changes(session, self.generation_name(owner), cached.generation, generation)
+                if cached is not None
+                else None
+            )
+            if changed is not None and len(changed) > MAX_PATCHED:
+                changed = None
+            statement = _PAST_COLUMNS.where(QueryCacheRow.owner == owner)
+            if changed is not None:
+                statement = statement.where(QueryCacheRow.query_key.in_(list(changed)))
+            rows = session.execute(statement).all() if changed != set() else []
+        if cached is not None and changed is not None:
+            index = _patched(cached, generation, changed, self._entries(rows))
+        else:
+            index = _built(generation, self._entries(rows))
+        with self._lock:
+            self._indexes[owner] = index
+        return None if index.empty else index
+
+    def _entries(self, rows: Sequence[Any]) -> _Entries:
+        """Rows of :data:`_PAST_COLUMNS` as index parts, sorted by key; vectors unit length."""
         minimum, rate = self._min_successes, self._min_rate
         keys: list[str] = []
         texts: list[str] = []
         flags: list[bool] = []
         blobs: list[bytes] = []
         eligible_keys: set[str] = set()
-        for key, text, success, failure, blob in rows:
+        for key, text, success, failure, blob in sorted(rows, key=lambda row: str(row[0])):
             ok = eligible(success, failure, minimum, rate)
             if ok:
                 eligible_keys.add(key)
@@ -203,17 +220,7 @@ class QueryCache:
             matrix = matrix / np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
         else:
             matrix = np.zeros((0, 0), dtype=np.float32)
-        index = PastQueries(
-            generation,
-            keys,
-            texts,
-            np.array(flags, dtype=bool),
-            matrix,
-            frozenset(eligible_keys),
-        )
-        with self._lock:
-            self._indexes[owner] = index
-        return None if index.empty else index
+        return _Entries(keys, texts, flags, matrix, eligible_keys)
 
     def similar(
         self, owner: str, vector: Vector, *, min_similarity: float, limit: int = 20
@@ -295,4 +302,64 @@ def _entry(row: QueryCacheRow) -> CacheEntry:
     )
     return CacheEntry(
         row.owner, row.query_key, row.query_text, hits, row.success_count, row.failure_count
+    )
+
+
+_PAST_COLUMNS = select(
+    QueryCacheRow.query_key,
+    QueryCacheRow.query_text,
+    QueryCacheRow.success_count,
+    QueryCacheRow.failure_count,
+    QueryCacheRow.query_vector,
+)
+"""What :meth:`QueryCache.past_queries` reads of an entry."""
+
+
+@dataclass(slots=True)
+class _Entries:
+    """Parts of a :class:`PastQueries`, in key order (see :meth:`QueryCache._entries`)."""
+
+    keys: list[str]
+    texts: list[str]
+    flags: list[bool]
+    matrix: np.ndarray
+    eligible_keys: set[str]
+
+
+def _built(generation: int, entries: _Entries) -> PastQueries:
+    return PastQueries(
+        generation,
+        entries.keys,
+        entries.texts,
+        np.array(entries.flags, dtype=bool),
+        entries.matrix,
+        frozenset(entries.eligible_keys),
+    )
+
+
+def _patched(
+    index: PastQueries, generation: int, changed: set[str], fresh: _Entries
+) -> PastQueries:
+    """``index`` with the entries of ``changed`` keys replaced by ``fresh`` (their rows now).
+
+    The same index, row for row, as :func:`_built` over every row would
+    give (both in key order, vectors normalised one row at a time), read
+    from a few rows instead of all. ``index`` itself is not changed (a
+    search may still be using it).
+    """
+    kept = [i for i, key in enumerate(index.keys) if key not in changed]
+    keys = [index.keys[i] for i in kept] + fresh.keys
+    if not keys:
+        return _built(generation, fresh)
+    order = sorted(range(len(keys)), key=keys.__getitem__)
+    texts = [index.texts[i] for i in kept] + fresh.texts
+    flags = np.concatenate([index.eligible[kept], np.array(fresh.flags, dtype=bool)])
+    matrix = np.concatenate([m for m in (index.matrix[kept], fresh.matrix) if len(m)])
+    return PastQueries(
+        generation,
+        [keys[i] for i in order],
+        [texts[i] for i in order],
+        flags[order],
+        matrix[order],
+        frozenset((index.eligible_keys - changed) | fresh.eligible_keys),
     )

@@ -48,9 +48,9 @@ VERSION = 1
 """Value of the header's ``version`` field; import refuses other versions."""
 MEDIA_TYPE = "application/x-ndjson"
 """Media type of an export (newline-delimited JSON)."""
-EXCLUDED_TABLES = frozenset({"api_keys", "learned_generations"})
+EXCLUDED_TABLES = frozenset({"api_keys", "learned_generations", "learned_changes"})
 """Tables never exported nor imported: ``api_keys`` holds secrets, ``learned_generations``
-is kept by the database's own triggers."""
+and ``learned_changes`` are kept by the database's own triggers."""
 RELATIONS_TABLE = "relations"
 """The table exported as ``relation`` records (the others are ``row`` records)."""
 EMBEDDED_COLUMNS: Mapping[tuple[str, str], str] = {("query_cache", "query_vector"): "query_text"}

@@ -1,0 +1,304 @@
+"""The change log of the learned tables (migration 0009) and the indexes patched from it.
+
+After a feedback a search reads only the learned rows that changed since the
+index it holds was built. These tests check that an index patched that way is
+the index a full rebuild gives, row for row, so no answer changes.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator, Sequence
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from sqlalchemy import delete, event, insert, select
+
+from tribal_memory.db import Database, make_engine, migrate, read_changes, read_generation
+from tribal_memory.generation_triggers import KEEP_CHANGES
+from tribal_memory.learned import query_cache
+from tribal_memory.learned.anchors import AnchorIndex, owners_for
+from tribal_memory.learned.feedback import FeedbackTracker
+from tribal_memory.learned.memo import RowsByKey, changed_keys
+from tribal_memory.learned.query_cache import PastQueries, QueryCache
+from tribal_memory.models import SHARED_OWNER
+from tribal_memory.tables import LearnedChangeRow, QueryCacheRow, QueryFactWeightRow, utcnow
+
+OWNER = "agent-a"
+COUNTER = QueryCache.generation_name(OWNER)
+DIM = 8
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Iterator[Database]:
+    engine = make_engine(tmp_path / "learned.sqlite3")
+    migrate(engine)
+    database = Database(engine)
+    yield database
+    database.close()
+
+
+def _generation(db: Database, name: str = COUNTER) -> int:
+    with db.session() as session:
+        return read_generation(session, name)
+
+
+def _entry(key: str, rng: random.Random, *, vector: bool = True) -> QueryCacheRow:
+    return QueryCacheRow(
+        owner=OWNER,
+        query_key=key,
+        query_text=f"question {key}?",
+        memory_ids=[],
+        hits=[],
+        success_count=rng.randint(0, 4),
+        failure_count=rng.randint(0, 2),
+        query_vector=np.array([rng.gauss(0, 1) for _ in range(DIM)], np.float32).tobytes()
+        if vector
+        else None,
+    )
+
+
+def test_each_counted_change_logs_its_key(db: Database) -> None:
+    rng = random.Random(1)
+    with db.session() as session:
+        session.add_all([_entry("b", rng), _entry("a", rng)])
+    first = _generation(db)
+    with db.session() as session:
+        session.add(QueryFactWeightRow(owner=OWNER, query_key="c", memory_id="m1", weight=0.5))
+        session.execute(delete(QueryCacheRow).where(QueryCacheRow.query_key == "a"))
+    last = _generation(db)
+    with db.session() as session:
+        assert read_changes(session, COUNTER, 0, first) == {"a", "b"}
+        assert read_changes(session, COUNTER, first, last) == {"a", "c"}
+        assert read_changes(session, COUNTER, last, last) == set()
+        assert read_changes(session, COUNTER, last, first) is None  # the counter went back
+        # A change the log no longer holds: the caller must read everything.
+        session.execute(delete(LearnedChangeRow).where(LearnedChangeRow.generation == last))
+    with db.session() as session:
+        assert read_changes(session, COUNTER, first, last) is None
+        assert read_changes(session, COUNTER, 0, KEEP_CHANGES + 1) is None
+
+
+def test_the_log_keeps_the_last_changes_per_counter(db: Database) -> None:
+    rows = [
+        {"owner": OWNER, "query_key": "k", "memory_id": f"m{i}", "weight": 0.5}
+        for i in range(KEEP_CHANGES + 5)
+    ]
+    with db.session() as session:
+        session.execute(insert(QueryFactWeightRow), rows)
+    with db.session() as session:
+        kept = session.scalars(
+            select(LearnedChangeRow.generation).where(LearnedChangeRow.name == COUNTER)
+        ).all()
+        assert sorted(kept) == list(range(6, KEEP_CHANGES + 6))
+        assert read_changes(session, COUNTER, 5, KEEP_CHANGES + 5) == {"k"}
+        assert read_changes(session, COUNTER, 4, KEEP_CHANGES + 5) is None
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_patched_past_query_index_is_the_rebuilt_one(
+    db: Database, seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    patches: list[int] = []
+    patch = query_cache._patched
+
+    def counted(*args: Any) -> PastQueries:
+        patches.append(1)
+        return patch(*args)
+
+    monkeypatch.setattr(query_cache, "_patched", counted)
+    rng = random.Random(seed)
+    cache = QueryCache(db, min_successes=2, min_success_rate=0.6)
+    keys = [f"key {i:03d}" for i in range(40)]
+    with db.session() as session:
+        session.add_all([_entry(k, rng, vector=rng.random() > 0.1) for k in keys[:30]])
+    assert cache.past_queries(OWNER) is not None
+    for round_ in range(5):  # rounds of changes: new entries, counts, vectors, deletions
+        with db.session() as session:
+            for key in rng.sample(keys, 6):
+                row = session.get(QueryCacheRow, (OWNER, key))
+                action = rng.random()
+                if row is None:
+                    session.add(_entry(key, rng, vector=rng.random() > 0.2))
+                elif action < 0.3:
+                    session.delete(row)
+                elif action < 0.6:
+                    row.success_count += 1
+                elif action < 0.8:
+                    row.failure_count += 1
+                else:
+                    row.query_vector = _entry(key, rng).query_vector
+            weighted = rng.choice(keys)  # a weight change counts too, with its key
+            session.add(
+                QueryFactWeightRow(
+                    owner=OWNER, query_key=weighted, memory_id=f"m{round_}", weight=0.1
+                )
+            )
+        patched = cache.past_queries(OWNER)
+        assert patches, "the index was rebuilt, not patched"
+        patches.clear()
+        rebuilt = QueryCache(db, min_successes=2, min_success_rate=0.6).past_queries(OWNER)
+        assert patched is not None and rebuilt is not None
+        assert patched.generation == rebuilt.generation == _generation(db)
+        assert patched.keys == rebuilt.keys == sorted(patched.keys)
+        assert patched.texts == rebuilt.texts
+        assert patched.eligible_keys == rebuilt.eligible_keys
+        assert np.array_equal(patched.eligible, rebuilt.eligible)
+        assert patched.matrix.dtype == rebuilt.matrix.dtype
+        assert np.array_equal(patched.matrix, rebuilt.matrix)
+        for _ in range(5):
+            vector = [rng.gauss(0, 1) for _ in range(DIM)]
+            assert patched.similar(vector, min_similarity=-1.0) == rebuilt.similar(
+                vector, min_similarity=-1.0
+            )
+
+
+WORDS = [
+    "vpn",
+    "host",
+    "port",
+    "deploy",
+    "prod",
+    "tuesday",
+    "rotation",
+    "monday",
+    "cluster",
+    "region",
+    "react",
+    "token",
+]
+MEMORIES = [f"m{i}" for i in range(12)]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_patched_anchor_corpus_answers_as_a_reloaded_one(
+    db: Database, seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    patches: list[int] = []
+    patch = AnchorIndex._patch
+
+    def counted(self: AnchorIndex, *args: Any) -> None:
+        patches.append(1)
+        patch(self, *args)
+
+    monkeypatch.setattr(AnchorIndex, "_patch", counted)
+    rng = random.Random(seed)
+    index = AnchorIndex(db, min_uses=2, max_per_memory=3, min_match=0.3)
+    owners = ["a", "b", SHARED_OWNER]
+
+    def text() -> str:
+        return " ".join(rng.sample(WORDS, rng.randint(1, 4)))
+
+    for memory_id in MEMORIES:
+        index.add(memory_id, text(), rng.choice(owners))
+    assert index.search("vpn host", 10, owners=None)  # loads the corpus
+    for _ in range(6):  # rounds of uses (promotions, pruning), additions and removals
+        for _ in range(8):
+            action, memory_id, owner = rng.random(), rng.choice(MEMORIES), rng.choice(owners)
+            if action < 0.6:
+                index.reinforce(memory_id, text(), owner)
+            elif action < 0.8:
+                index.add(memory_id, text(), owner)
+            else:
+                for anchor in index.anchors_of(memory_id)[:1]:
+                    index.remove(memory_id, anchor.text)
+        reloaded = AnchorIndex(db, min_uses=2, max_per_memory=3, min_match=0.3)
+        for _ in range(10):
+            query, scope = text(), rng.choice([None, *owners])
+            scoped = owners_for(scope) if scope is not None else None
+            assert index.search(query, 5, owners=scoped) == reloaded.search(query, 5, owners=scoped)
+        assert index.active_count() == reloaded.active_count()
+        assert patches, "the corpus was reloaded, not patched"
+        patches.clear()
+
+
+def test_memoised_rows_of_unchanged_keys_survive_a_change(db: Database) -> None:
+    def read_all(owner: str, keys: Sequence[str]) -> dict[str, list[tuple[str, float]]]:
+        found: dict[str, list[tuple[str, float]]] = {}
+        with db.session() as session:
+            for row in session.scalars(
+                select(QueryFactWeightRow).where(
+                    QueryFactWeightRow.owner == owner, QueryFactWeightRow.query_key.in_(keys)
+                )
+            ):
+                found.setdefault(row.query_key, []).append((row.memory_id, row.weight))
+        return {key: sorted(rows) for key, rows in found.items()}
+
+    asked: list[list[str]] = []
+
+    def read(owner: str, keys: Sequence[str]) -> dict[str, list[tuple[str, float]]]:
+        asked.append(sorted(keys))
+        return read_all(owner, keys)
+
+    memo = RowsByKey(read, changed=changed_keys(db))
+    with db.session() as session:
+        for key in ("a", "b", "c"):
+            session.add(QueryFactWeightRow(owner=OWNER, query_key=key, memory_id="m", weight=0.1))
+    keys = ["a", "b", "c", "d"]
+    assert memo.get(OWNER, keys, _generation(db)) == read_all(OWNER, keys) | {"d": []}
+    asked.clear()
+    with db.session() as session:
+        session.add(QueryFactWeightRow(owner=OWNER, query_key="b", memory_id="n", weight=0.2))
+        session.add(QueryFactWeightRow(owner=OWNER, query_key="d", memory_id="n", weight=0.3))
+    assert memo.get(OWNER, keys, _generation(db)) == read_all(OWNER, keys)
+    assert asked == [["b", "d"]]  # only what changed is read again
+    asked.clear()
+    # Without a log to read the memo forgets everything, as before migration 0009.
+    with db.session() as session:
+        session.add(QueryFactWeightRow(owner=OWNER, query_key="c", memory_id="n", weight=0.4))
+    with db.session() as session:
+        session.execute(delete(LearnedChangeRow))
+    assert memo.get(OWNER, keys, _generation(db)) == read_all(OWNER, keys)
+    assert asked == [keys]
+
+
+def test_pool_priors_read_the_pools_weights_through_the_memory_index(db: Database) -> None:
+    rng = random.Random(3)
+    rows = [
+        {
+            "owner": OWNER,
+            "query_key": f"key {k}",
+            "memory_id": f"m{m:03d}",
+            "weight": rng.uniform(-1, 1),
+            "updated_at": utcnow() - timedelta(days=rng.uniform(0, 60)),
+        }
+        for k in range(30)
+        for m in rng.sample(range(400), 40)
+    ]
+    with db.session() as session:
+        session.execute(insert(QueryFactWeightRow), rows)
+    tracker = FeedbackTracker(
+        db,
+        learning_rate=0.3,
+        penalty_rate=0.1,
+        half_life_days=30,
+        min_similarity=0.7,
+        max_boost=0.3,
+        max_penalty=0.2,
+    )
+    statements: list[tuple[str, Any]] = []
+
+    def capture(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
+        statements.append((statement, parameters))
+
+    now = utcnow()
+    pool = [f"m{m:03d}" for m in range(0, 400, 3)]
+    event.listen(db.engine, "before_cursor_execute", capture)
+    try:
+        some = tracker.priors(OWNER, now, pool)
+    finally:
+        event.remove(db.engine, "before_cursor_execute", capture)
+    every = tracker.priors(OWNER, now, [f"m{m:03d}" for m in range(400)])
+    assert some == pytest.approx({m: p for m, p in every.items() if m in pool})
+    whole = tracker._read_priors(OWNER, now)
+    assert set(some) == {m for m in whole if m in pool}
+    for memory_id, prior in some.items():
+        assert prior.used == pytest.approx(whole[memory_id].used, rel=1e-12)
+        assert prior.skipped == pytest.approx(whole[memory_id].skipped, rel=1e-12)
+    (statement, parameters), *_ = [s for s in statements if "query_fact_weights" in s[0]]
+    with db.engine.connect() as connection:
+        plan = connection.exec_driver_sql(f"EXPLAIN QUERY PLAN {statement}", parameters).all()
+    assert "ix_query_fact_weights_memory" in str(plan)
