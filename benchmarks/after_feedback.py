@@ -105,10 +105,11 @@ def _freeze_clock() -> None:
     Feedback weights decay with wall time; answers of two code versions run
     minutes apart would differ in the fifth decimal for that reason alone.
     """
-    from tribal_memory.learned import feedback, layer, query_cache
+    from tribal_memory.learned import feedback, learner, query_cache
+    from tribal_memory.retrieval import pipeline
 
     frozen = datetime(2026, 11, 25, 18, 0, tzinfo=UTC)
-    for module in (feedback, layer, query_cache):
+    for module in (feedback, learner, pipeline, query_cache):
         module.utcnow = lambda: frozen  # type: ignore[attr-defined]
 
 

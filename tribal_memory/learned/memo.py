@@ -80,8 +80,11 @@ class RowsByKey(Generic[_Row]):
 
 
 def changed_keys(db: Database) -> Callable[[str, int, int], set[str] | None]:
-    """``changed(owner, since, until)`` for :class:`RowsByKey`: the query keys of ``owner``
-    whose learned rows changed between two values of its counter (None: unknown)."""
+    """``changed(owner, since, until)`` for :class:`RowsByKey`.
+
+    It returns the query keys of ``owner`` whose learned rows changed between
+    two values of its counter (None: unknown).
+    """
 
     def changed(owner: str, since: int, until: int) -> set[str] | None:
         with db.session() as session:

@@ -109,10 +109,14 @@ def fold_priors(candidates: Sequence[Candidate], signals: SignalMap, settings: S
 def gained(
     candidate: Candidate, extra: Signals | None, text_weight: float, settings: Settings
 ) -> Candidate:
-    """``candidate`` with its learned gain added, the score clipped to [0, 1].
+    """``candidate`` with its learned gain added in place, the score clipped to [0, 1].
 
     Expansion counts only where the variant's BM25 beats the query's own
-    (``expanded_from`` is cleared on ``extra`` where it does not).
+    (``expanded_from`` is cleared on ``extra`` where it does not). In place:
+    a copy per candidate cost a learned search 2-4 ms (150 and more per search).
+
+    Returns:
+        ``candidate`` itself.
     """
     if extra is None:
         return candidate
@@ -120,7 +124,8 @@ def gained(
     if gain <= 0:
         extra.expanded_from = None
     gain += settings.anchor_weight * (extra.anchor or 0.0) + extra.boost
-    return replace(candidate, score=min(1.0, max(0.0, candidate.score + gain)))
+    candidate.score = min(1.0, max(0.0, candidate.score + gain))
+    return candidate
 
 
 def outside_ids(
