@@ -32,7 +32,7 @@ from typing import Any
 from tribal_memory.errors import InvalidInput
 from tribal_memory.models import Memory, Near, SearchFilters, Traversal
 from tribal_memory.service import MemoryService
-from tribal_memory.tools import SNIPPET_MAX_CHARS, memory_path
+from tribal_memory.tools import SNIPPET_MAX_CHARS, memory_path, string_list
 
 OPERATIONS = ("neighbors", "intersection", "search")
 DEFAULT_MAX_RESULTS = 10
@@ -47,15 +47,6 @@ def _memory(memory: Memory, **extra: Any) -> dict[str, Any]:
         "kind": memory.kind,
         **extra,
     }
-
-
-def _strings(args: Mapping[str, Any], name: str) -> list[str]:
-    value = args.get(name)
-    if value is None:
-        return []
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise InvalidInput(f"{name} must be a list of strings")
-    return value
 
 
 def _whole(args: Mapping[str, Any], name: str, default: int) -> int:
@@ -96,11 +87,11 @@ def memory_graph(
     operation = args.get("operation")
     if operation not in OPERATIONS:
         raise InvalidInput(f"operation must be one of: {', '.join(OPERATIONS)}")
-    ids = _strings(args, "ids")
+    ids = string_list(args, "ids")
     if not ids:
         raise InvalidInput("ids must name at least one memory id")
     steps = _whole(args, "steps", 1)
-    types, block = _strings(args, "types"), _strings(args, "block")
+    types, block = string_list(args, "types"), string_list(args, "block")
     limit = _whole(args, "maxResults", DEFAULT_MAX_RESULTS)
     if limit < 1:
         raise InvalidInput("maxResults must be at least 1")

@@ -203,7 +203,12 @@ def _choice(args: Mapping[str, Any], name: str, allowed: Sequence[str]) -> str |
     return value
 
 
-def _strings(args: Mapping[str, Any], name: str) -> list[str]:
+def string_list(args: Mapping[str, Any], name: str) -> list[str]:
+    """The list of strings ``args[name]`` ([] when absent).
+
+    Raises:
+        InvalidInput: it is there but not a list of strings.
+    """
     value = args.get(name)
     if value is None:
         return []
@@ -611,7 +616,7 @@ def memory_feedback(
     """
     args = _args(arguments)
     retrieval_id = _string(args, "retrievalId")
-    given = _strings(args, "usedPaths")
+    given = string_list(args, "usedPaths")
     event = service.retrieval(retrieval_id, owner=learner if learner is not None else owner)
     candidates = service.session_memory_ids(event)
     memories = service.get_many(candidates, owner=owner)
@@ -686,7 +691,7 @@ def memory_capture(
     """
     args = _args(arguments)
     content = _string(args, "content")
-    tags = tuple(_strings(args, "tags"))
+    tags = tuple(string_list(args, "tags"))
     source = args.get("source")
     if source is not None and not isinstance(source, str):
         raise InvalidInput("source must be a string")
