@@ -10,9 +10,9 @@ import pytest
 
 from tribal_memory.config import Settings
 from tribal_memory.learned.feedback import UsagePrior
-from tribal_memory.models import Memory
+from tribal_memory.models import Hit, Memory
 from tribal_memory.retrieval.fusion import Candidate
-from tribal_memory.retrieval.ranking import rank
+from tribal_memory.retrieval.ranking import ScoreIds, rank
 from tribal_memory.retrieval.signals import (
     SignalMap,
     Signals,
@@ -45,8 +45,13 @@ def _pool(*scores: tuple[str, float, float]) -> list[Candidate]:
     ]
 
 
-def _rank(candidates: list[Candidate], signals: SignalMap, k: int = 3) -> list[tuple[str, float]]:
-    hits = rank(
+def _hits(
+    candidates: list[Candidate],
+    signals: SignalMap,
+    k: int = 3,
+    score_ids: ScoreIds | None = None,
+) -> list[Hit]:
+    return rank(
         candidates,
         signals,
         settings=SETTINGS,
@@ -54,9 +59,12 @@ def _rank(candidates: list[Candidate], signals: SignalMap, k: int = 3) -> list[t
         normalisation="min-max",
         k=k,
         min_score=0.0,
-        score_ids=None,
+        score_ids=score_ids,
     )
-    return [(h.memory.memory_id, round(h.score, 6)) for h in hits]
+
+
+def _rank(candidates: list[Candidate], signals: SignalMap, k: int = 3) -> list[tuple[str, float]]:
+    return [(h.memory.memory_id, round(h.score, 6)) for h in _hits(candidates, signals, k)]
 
 
 def _done(found: list[tuple[str, float]]) -> Future[list[tuple[str, float]]]:
@@ -91,16 +99,7 @@ def test_a_variant_counts_only_where_it_beats_the_querys_own_bm25() -> None:
     variant: VariantSearch = ("deploy freeze", _done([("a", 4.0), ("b", 4.0)]))
     add_expansion(signals, [variant], weight=0.5, normalisation="max")
     assert signals["a"].expansion == signals["b"].expansion == 0.5
-    hits = rank(
-        pool,
-        signals,
-        settings=SETTINGS,
-        vector_weight=0.5,
-        normalisation="min-max",
-        k=2,
-        min_score=0.0,
-        score_ids=None,
-    )
+    hits = _hits(pool, signals, k=2)
     by_id = {h.memory.memory_id: h for h in hits}
     assert by_id["a"].score == pytest.approx(0.6)  # its own BM25 (0.9) beats 0.5
     assert by_id["a"].expanded_from is None
@@ -131,16 +130,7 @@ def test_memories_from_outside_the_pool_are_scored_only_when_they_could_rank() -
     # The pool's lowest cosine (0.3) bounds an outside memory's vector part at 0,
     # so only a gain that reaches the second score (0.6) can make it a hit.
     signals = {"far": Signals(anchor=1.0), "faint": Signals(anchor=0.1)}
-    hits = rank(
-        pool,
-        signals,
-        settings=SETTINGS,
-        vector_weight=0.5,
-        normalisation="min-max",
-        k=2,
-        min_score=0.0,
-        score_ids=score_ids,
-    )
+    hits = _hits(pool, signals, k=2, score_ids=score_ids)
     assert asked == [["far"]]
     # Scored: cosine 0.6 is 0.5 on the pool's min-max scale, 0.25 + 0.6 from its anchor.
     assert [(h.memory.memory_id, round(h.score, 6)) for h in hits] == [("a", 0.9), ("far", 0.85)]

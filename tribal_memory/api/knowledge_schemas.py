@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import msgspec
 
-from tribal_memory.api.schemas import AwareDatetime, MemoryOut, Score, _Request, near_of
-from tribal_memory.models import MemoryKind, Near, SearchFilters
+from tribal_memory.api.schemas import MemoryOut, SearchScope
 
 
 class MemoryPageOut(msgspec.Struct):
@@ -29,7 +28,7 @@ class OwnerClearedOut(msgspec.Struct):
     documents: int
 
 
-class VectorSearchRequest(_Request):
+class VectorSearchRequest(SearchScope):
     """A raw embedding vector plus the prefilters of ``POST /v1/search``.
 
     ``vector``: as many numbers as the instance's embedding dimension
@@ -39,36 +38,3 @@ class VectorSearchRequest(_Request):
     """
 
     vector: list[float]
-    k: int = 10
-    owner: str | None = None
-    include_shared: bool = True
-    tags: list[str] = msgspec.field(default_factory=list)
-    kinds: list[MemoryKind] = msgspec.field(default_factory=list)
-    sources: list[str] = msgspec.field(default_factory=list)
-    since: AwareDatetime | None = None
-    until: AwareDatetime | None = None
-    min_score: Score = 0.0
-    near: str | None = None
-    steps: int | None = None
-    types: list[str] | None = None
-    block: list[str] | None = None
-
-    def to_filters(self) -> SearchFilters:
-        """The core :class:`SearchFilters` for this request."""
-        return SearchFilters(
-            owner=self.owner,
-            include_shared=self.include_shared,
-            tags=tuple(self.tags),
-            kinds=tuple(self.kinds),
-            sources=tuple(self.sources),
-            since=self.since,
-            until=self.until,
-        )
-
-    def near_filter(self) -> Near | None:
-        """The core :class:`Near` of this body's ``near`` fields (see :func:`near_of`).
-
-        Raises:
-            InvalidInput: ``steps``, ``types`` or ``block`` given without ``near``.
-        """
-        return near_of(self.near, self.steps, self.types, self.block)

@@ -180,7 +180,48 @@ class BatchCaptureOut(msgspec.Struct):
 # -- retrieval ------------------------------------------------------------------
 
 
-class RecallRequest(_Request):
+class SearchScope(_Request, kw_only=True):
+    """What every search body shares: ``k``, prefilters, ``min_score``, ``near``.
+
+    The fields mean what :class:`RecallRequest` says.
+    """
+
+    k: int = 10
+    owner: str | None = None
+    include_shared: bool = True
+    tags: list[str] = msgspec.field(default_factory=list)
+    kinds: list[MemoryKind] = msgspec.field(default_factory=list)
+    sources: list[str] = msgspec.field(default_factory=list)
+    since: AwareDatetime | None = None
+    until: AwareDatetime | None = None
+    min_score: Score = 0.0
+    near: str | None = None
+    steps: int | None = None
+    types: list[str] | None = None
+    block: list[str] | None = None
+
+    def near_filter(self) -> Near | None:
+        """The core :class:`Near` of this body's ``near`` fields (see :func:`near_of`).
+
+        Raises:
+            InvalidInput: ``steps``, ``types`` or ``block`` given without ``near``.
+        """
+        return near_of(self.near, self.steps, self.types, self.block)
+
+    def to_filters(self) -> SearchFilters:
+        """The core :class:`SearchFilters` for this request."""
+        return SearchFilters(
+            owner=self.owner,
+            include_shared=self.include_shared,
+            tags=tuple(self.tags),
+            kinds=tuple(self.kinds),
+            sources=tuple(self.sources),
+            since=self.since,
+            until=self.until,
+        )
+
+
+class RecallRequest(SearchScope):
     """A query plus prefilters (combined with AND).
 
     ``owner``: the caller; results hold its memories plus shared ones (unless
@@ -209,31 +250,10 @@ class RecallRequest(_Request):
     """
 
     query: str
-    k: int = 10
-    owner: str | None = None
-    include_shared: bool = True
-    tags: list[str] = msgspec.field(default_factory=list)
-    kinds: list[MemoryKind] = msgspec.field(default_factory=list)
-    sources: list[str] = msgspec.field(default_factory=list)
-    since: AwareDatetime | None = None
-    until: AwareDatetime | None = None
-    min_score: Score = 0.0
     feedback: bool = False
     learned: list[str] | None = None
     context: bool = False
     session_id: str | None = None
-    near: str | None = None
-    steps: int | None = None
-    types: list[str] | None = None
-    block: list[str] | None = None
-
-    def near_filter(self) -> Near | None:
-        """The core :class:`Near` of this body's ``near`` fields (see :func:`near_of`).
-
-        Raises:
-            InvalidInput: ``steps``, ``types`` or ``block`` given without ``near``.
-        """
-        return near_of(self.near, self.steps, self.types, self.block)
 
     def learned_parts(self) -> LearnedParts | None:
         """The core :class:`LearnedParts` named by ``learned`` (None: the owner's variant).
@@ -247,18 +267,6 @@ class RecallRequest(_Request):
             return LearnedParts.only(*self.learned)
         except ValueError as exc:
             raise InvalidInput(str(exc)) from exc
-
-    def to_filters(self) -> SearchFilters:
-        """The core :class:`SearchFilters` for this request."""
-        return SearchFilters(
-            owner=self.owner,
-            include_shared=self.include_shared,
-            tags=tuple(self.tags),
-            kinds=tuple(self.kinds),
-            sources=tuple(self.sources),
-            since=self.since,
-            until=self.until,
-        )
 
 
 class SearchRequest(RecallRequest):
