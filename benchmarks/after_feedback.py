@@ -34,13 +34,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from tribal_memory.base.config import Settings
+from tribal_memory.base.models import LearnedParts, SearchResult
 from tribal_memory.bench.metrics import percentile
 from tribal_memory.bench.perf import _answers, _import_body, default_cache_dir
 from tribal_memory.bench.perf_corpus import cached_embeddings, generate, questions
-from tribal_memory.config import Settings
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
-from tribal_memory.models import LearnedParts, SearchResult
-from tribal_memory.service import MemoryService
+from tribal_memory.service.memory_service import MemoryService
 
 K = 10
 ROUNDS = 3

@@ -32,14 +32,14 @@ from typing import Any
 
 import numpy as np
 
+from tribal_memory.base.config import Settings
+from tribal_memory.base.models import MemoryInput, SearchFilters
 from tribal_memory.bench.locomo import CATEGORIES
 from tribal_memory.bench.metrics import recall_at
-from tribal_memory.config import Settings
+from tribal_memory.documents.locomo import load_locomo
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
-from tribal_memory.ingest.locomo import load_locomo
 from tribal_memory.learned.text import content_terms
-from tribal_memory.models import MemoryInput, SearchFilters
-from tribal_memory.service import MemoryService
+from tribal_memory.service.memory_service import MemoryService
 
 DEFAULT_DATA = Path(__file__).resolve().parent.parent.parent / "shared/data/locomo-dev.json"
 _DATE_PREFIX = re.compile(r"^\[[^\]]*\]\s*")

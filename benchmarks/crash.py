@@ -9,7 +9,7 @@ Before the next round the store is opened in-process and checked:
 
 - every acknowledged memory id is readable, and a sample of them (all of the
   last round, up to ``--search-sample``) is found by searching its own text;
-- :func:`tribal_memory.maintenance.check_consistency` passes (unique ids, no
+- :func:`tribal_memory.ops.maintenance.check_consistency` passes (unique ids, no
   relation, cache entry, weight or anchor pointing at a missing memory);
 - the store opened without repair (a failed open or check counts as a
   restart needing repair; ``check --repair`` is then run so the test goes on).
@@ -43,12 +43,12 @@ from typing import Any
 
 import httpx
 
-from tribal_memory.config import Settings
+from tribal_memory.base.config import Settings
+from tribal_memory.base.errors import TribalError
+from tribal_memory.bench.server_process import ServerProcess, ServerStartError, tribal_server
 from tribal_memory.embeddings.base import Embedder
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
-from tribal_memory.errors import TribalError
-from tribal_memory.serverproc import ServerProcess, ServerStartError, tribal_server
-from tribal_memory.service import MemoryService
+from tribal_memory.service.memory_service import MemoryService
 
 STARTUP_TIMEOUT_S = 90.0
 WORDS = (

@@ -23,8 +23,8 @@ from typing import Any
 import httpx
 
 from tribal_memory.bench.metrics import percentile
-from tribal_memory.ingest.locomo import load_locomo
-from tribal_memory.serverproc import ServerStartError, tribal_server
+from tribal_memory.bench.server_process import ServerStartError, tribal_server
+from tribal_memory.documents.locomo import load_locomo
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "locomo-dev.json"

@@ -18,13 +18,13 @@ import json
 import tempfile
 from pathlib import Path
 
+from tribal_memory.base.config import Settings
+from tribal_memory.base.models import LearnedParts, SearchFilters
 from tribal_memory.bench.learn import suite_stores
 from tribal_memory.bench.metrics import hit_at
-from tribal_memory.config import Settings
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
-from tribal_memory.models import LearnedParts, SearchFilters
 from tribal_memory.retrieval import Retriever
-from tribal_memory.service import MemoryService
+from tribal_memory.service.memory_service import MemoryService
 
 
 def sweep(suite: str, weights: list[float]) -> list[dict[str, float]]:

@@ -17,14 +17,14 @@ import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from tribal_memory.base.config import Settings
+from tribal_memory.base.models import Hit, SearchFilters
 from tribal_memory.bench.locomo import CATEGORIES
 from tribal_memory.bench.metrics import recall_at
-from tribal_memory.config import Settings
+from tribal_memory.documents.locomo import LocomoQuestion, load_locomo
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
-from tribal_memory.ingest.locomo import LocomoQuestion, load_locomo
-from tribal_memory.models import Hit, SearchFilters
 from tribal_memory.retrieval.fusion import fuse
-from tribal_memory.service import MemoryService
+from tribal_memory.service.memory_service import MemoryService
 from tribal_memory.store.base import ScoredMemory
 
 DEFAULT_DATA = Path(__file__).resolve().parent.parent.parent / "shared/data/locomo-dev.json"

@@ -21,13 +21,13 @@ import tempfile
 from collections import defaultdict
 from pathlib import Path
 
+from tribal_memory.base.config import Settings
+from tribal_memory.base.models import LearnedParts, SearchFilters
 from tribal_memory.bench.metrics import recall_at, reciprocal_rank
-from tribal_memory.config import Settings
+from tribal_memory.documents.locomo import load_locomo
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
-from tribal_memory.ingest.locomo import load_locomo
-from tribal_memory.models import LearnedParts, SearchFilters
 from tribal_memory.retrieval import Retriever
-from tribal_memory.service import MemoryService
+from tribal_memory.service.memory_service import MemoryService
 
 CATEGORIES = (1, 2, 3, 4)
 

@@ -51,12 +51,12 @@ from typing import Any
 
 import numpy as np
 
+from tribal_memory.base.config import Settings
+from tribal_memory.base.models import LearnedParts, SearchFilters
 from tribal_memory.bench.learn import BenchStore, load, locomo_stores, suite_stores
 from tribal_memory.bench.metrics import hit_at, recall_at
-from tribal_memory.config import Settings
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
-from tribal_memory.models import LearnedParts, SearchFilters
-from tribal_memory.service import MemoryService
+from tribal_memory.service.memory_service import MemoryService
 
 POOL = 150
 SHOWN = 10

@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tribal_memory.base.config import Settings
 from tribal_memory.bench.learn import (
     AGENT_FEEDBACK_K,
     BenchStore,
@@ -38,11 +39,10 @@ from tribal_memory.bench.learn import (
     locomo_stores,
     suite_stores,
 )
-from tribal_memory.config import Settings
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
 from tribal_memory.learned.learner import Learner
 from tribal_memory.retrieval import Retriever
-from tribal_memory.service import MemoryService
+from tribal_memory.service.memory_service import MemoryService
 
 GRID: dict[str, list[Any]] = {
     "feedback_similarity": [0.6, 0.7, 0.8],

@@ -10,7 +10,7 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import create_engine
 
-from tribal_memory.tables import Base
+from tribal_memory.base.tables import Base
 
 config = context.config
 target_metadata = Base.metadata

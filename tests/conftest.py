@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 from pgserver import PostgresServer, find_binaries, start_server
 
-from tribal_memory.config import Settings
+from tribal_memory.base.config import Settings
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
-from tribal_memory.service import MemoryService
+from tribal_memory.service.memory_service import MemoryService
 
 _TEMPLATE = "tribal_migrated"
 
@@ -65,7 +65,7 @@ def postgres() -> Iterator[PostgresServer]:
         pytest.skip(why)
     try:
         migrated = server.create_database(_TEMPLATE)
-        from tribal_memory.db import make_engine, migrate
+        from tribal_memory.base.db import make_engine, migrate
 
         engine = make_engine(migrated)
         try:

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tribal_memory.serverproc import free_port
+from tribal_memory.bench.server_process import free_port
 
 STARTUP_TIMEOUT_S = 60.0
 _USER = "tribal"

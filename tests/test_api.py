@@ -17,12 +17,12 @@ from litestar import Litestar
 from litestar.testing import TestClient
 from local import LOCAL_URL
 
-from tribal_memory.api import create_app
-from tribal_memory.config import Settings
+from tribal_memory.base.config import Settings
+from tribal_memory.base.errors import EmbeddingError, EmbeddingModelMismatch
 from tribal_memory.embeddings.base import Embedder, Vector
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
-from tribal_memory.errors import EmbeddingError, EmbeddingModelMismatch
-from tribal_memory.service import MemoryService
+from tribal_memory.interfaces.api import create_app
+from tribal_memory.service.memory_service import MemoryService
 
 JSON = {"content-type": "application/json"}
 
@@ -571,7 +571,7 @@ def test_not_found_and_wrong_method(client: TestClient[Litestar]) -> None:
 def test_unexpected_error_is_a_bare_500(
     hash_client: TestClient[Litestar], caplog: pytest.LogCaptureFixture
 ) -> None:
-    logger = logging.getLogger("tribal_memory.api")
+    logger = logging.getLogger("tribal_memory.interfaces.api")
     logger.addHandler(caplog.handler)
     try:
         response = hash_client.post("/v1/memories", json={"content": "please explode"})

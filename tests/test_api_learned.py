@@ -15,9 +15,9 @@ from litestar import Litestar
 from litestar.testing import TestClient
 from local import LOCAL_URL
 
-from tribal_memory.api import create_app
-from tribal_memory.config import Settings
+from tribal_memory.base.config import Settings
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
+from tribal_memory.interfaces.api import create_app
 
 OWNER = "agent-a"
 FACTS = {

@@ -12,13 +12,13 @@ from litestar.testing import TestClient
 from local import LOCAL_URL
 from typer.testing import CliRunner
 
-from tribal_memory import cli
-from tribal_memory.api import create_app
-from tribal_memory.auth import OPEN, Caller, auth_enabled, is_loopback
-from tribal_memory.config import Settings
+from tribal_memory.auth.policy import OPEN, Caller
+from tribal_memory.base.config import Settings, auth_enabled, is_loopback
+from tribal_memory.base.errors import Forbidden
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
-from tribal_memory.errors import Forbidden
-from tribal_memory.service import MemoryService
+from tribal_memory.interfaces import cli
+from tribal_memory.interfaces.api import create_app
+from tribal_memory.service.memory_service import MemoryService
 
 
 def test_loopback_binds_need_no_key_in_auto_mode() -> None:

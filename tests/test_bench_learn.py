@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tribal_memory.base.models import MemoryInput
 from tribal_memory.bench.learn import (
     SETS,
     BenchQuestion,
@@ -13,7 +14,6 @@ from tribal_memory.bench.learn import (
     suite_stores,
 )
 from tribal_memory.embeddings.base import Embedder
-from tribal_memory.models import MemoryInput
 
 
 def test_reword_rules_drop_the_question_word_move_a_clause_or_wrap() -> None:

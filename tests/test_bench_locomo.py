@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 from tribal_memory.bench.locomo import run_locomo_bench
+from tribal_memory.documents.locomo import load_locomo
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
-from tribal_memory.ingest.locomo import load_locomo
 
 TURNS = [
     ("Ana", "I finally adopted a dog last weekend!"),

@@ -14,8 +14,8 @@ from typer.testing import CliRunner
 
 from tribal_memory.bench.perf_baseline import PlainBaseline
 from tribal_memory.bench.perf_corpus import FILTER_OWNER, cached_embeddings, generate, questions
-from tribal_memory.cli import app
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
+from tribal_memory.interfaces.cli import app
 
 SIZE_KEYS = (
     "search_p50_ms",

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner, Result
 
-from tribal_memory import cli
-from tribal_memory.ingest import doc_id_for
+from tribal_memory.documents import doc_id_for
+from tribal_memory.interfaces import cli
 
 # A tiny LoCoMo-format conversation written for these tests (not from the dataset).
 TINY_LOCOMO: list[dict[str, Any]] = [

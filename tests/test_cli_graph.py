@@ -12,10 +12,10 @@ from pathlib import Path
 
 from test_cli import assert_clean_error, invoke, json_lines
 
-from tribal_memory.config import Settings
+from tribal_memory.base.config import Settings
+from tribal_memory.base.models import MemoryInput
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
-from tribal_memory.models import MemoryInput
-from tribal_memory.service import MemoryService
+from tribal_memory.service.memory_service import MemoryService
 
 TEXTS = (
     "The billing service runs on PostgreSQL",

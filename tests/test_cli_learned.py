@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner, Result
 
-from tribal_memory import cli
+from tribal_memory.interfaces import cli
 
 WIDE = {"COLUMNS": "200"}
 QUESTION = "when can I ship to prod?"

@@ -18,12 +18,12 @@ from litestar import Litestar
 from litestar.testing import TestClient
 from local import LOCAL_URL
 
-from tribal_memory.api import create_app
-from tribal_memory.config import Settings
+from tribal_memory.base.config import Settings
+from tribal_memory.base.errors import Conflict, NotFound
+from tribal_memory.base.models import MemoryInput, MemoryPatch
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
-from tribal_memory.errors import Conflict, NotFound
-from tribal_memory.models import MemoryInput, MemoryPatch
-from tribal_memory.service import MemoryService
+from tribal_memory.interfaces.api import create_app
+from tribal_memory.service.memory_service import MemoryService
 
 RUN_S = 6.0
 THREADS = 6

@@ -13,10 +13,13 @@ from litestar.testing import TestClient
 from local import LOCAL_URL
 from typer.testing import CliRunner
 
-from tribal_memory import cli
-from tribal_memory.api import create_app
-from tribal_memory.config import Settings
-from tribal_memory.context import (
+from tribal_memory.base.config import Settings
+from tribal_memory.base.models import MemoryInput
+from tribal_memory.documents import load_document
+from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
+from tribal_memory.interfaces import cli
+from tribal_memory.interfaces.api import create_app
+from tribal_memory.interfaces.context import (
     CLOSE_TAG,
     HEADER,
     NEIGHBORS_HEADER,
@@ -24,10 +27,7 @@ from tribal_memory.context import (
     build_context,
     count_tokens,
 )
-from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
-from tribal_memory.ingest import load_document
-from tribal_memory.models import MemoryInput
-from tribal_memory.service import MemoryService
+from tribal_memory.service.memory_service import MemoryService
 
 HIT_LINE = re.compile(
     r"^- \[(?P<label>[^\]]+)\] (?P<title>.+) \((?P<pct>\d+)% match, owner: (?P<owner>.+)\)$"

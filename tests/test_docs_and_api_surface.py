@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import tribal_memory
-from tribal_memory.config import Settings
+from tribal_memory.base.config import Settings
 
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
 

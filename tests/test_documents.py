@@ -19,20 +19,26 @@ from pydantic import ValidationError
 from pypdf import PdfReader, PdfWriter
 from sqlalchemy import select
 
-from tribal_memory.config import Settings
-from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
-from tribal_memory.errors import InvalidInput, NotFound, TooLarge
-from tribal_memory.ingest.documents import doc_id_for, parse_document
-from tribal_memory.ingest.sync import (
+from tribal_memory.base.config import Settings
+from tribal_memory.base.errors import InvalidInput, NotFound, TooLarge
+from tribal_memory.base.models import (
+    SHARED_OWNER,
+    Memory,
+    MemoryInput,
+    SearchFilters,
+    memory_id_for,
+)
+from tribal_memory.base.tables import QueryCacheRow, QueryFactWeightRow
+from tribal_memory.documents.parsing import doc_id_for, parse_document
+from tribal_memory.documents.sync import (
     FileOutcome,
     document_files,
     sync_directory,
     watch_directory,
 )
-from tribal_memory.ingest.tokens import EMBEDDED_TEXT_TOKENS, count_tokens, token_offsets
-from tribal_memory.models import SHARED_OWNER, Memory, MemoryInput, SearchFilters, memory_id_for
-from tribal_memory.service import MemoryService
-from tribal_memory.tables import QueryCacheRow, QueryFactWeightRow
+from tribal_memory.documents.tokens import EMBEDDED_TEXT_TOKENS, count_tokens, token_offsets
+from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
+from tribal_memory.service.memory_service import MemoryService
 
 # -- helpers ----------------------------------------------------------------------------
 

@@ -20,11 +20,11 @@ from local import LOCAL_URL
 from test_documents import HANDBOOK, encrypted, make_pdf, write
 from typer.testing import CliRunner, Result
 
-from tribal_memory import cli
-from tribal_memory.api import create_app
-from tribal_memory.config import Settings
+from tribal_memory.base.config import Settings
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
-from tribal_memory.service import MemoryService
+from tribal_memory.interfaces import cli
+from tribal_memory.interfaces.api import create_app
+from tribal_memory.service.memory_service import MemoryService
 
 
 @pytest.fixture

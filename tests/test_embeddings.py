@@ -7,13 +7,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tribal_memory.base.errors import EmbeddingError
 from tribal_memory.embeddings.fastembed import (
     PACKAGED_ONNX_SHA256,
     FastEmbedEmbedder,
     _sha256,
     packaged_model_dir,
 )
-from tribal_memory.errors import EmbeddingError
 
 
 def test_packaged_model_is_verified_and_complete(tmp_path: Path) -> None:

@@ -18,9 +18,9 @@ from litestar.testing import TestClient
 from local import LOCAL_URL
 from test_api import assert_error, capture
 
-from tribal_memory.api import create_app
-from tribal_memory.config import Settings
+from tribal_memory.base.config import Settings
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
+from tribal_memory.interfaces.api import create_app
 
 TEXTS = {
     "A": "The billing service runs on PostgreSQL",

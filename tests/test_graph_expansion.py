@@ -9,14 +9,14 @@ import pytest
 from litestar.testing import TestClient
 from local import LOCAL_URL
 
-from tribal_memory.api.app import create_app
-from tribal_memory.config import Settings
+from tribal_memory.base.config import Settings
+from tribal_memory.base.errors import InvalidInput
+from tribal_memory.base.models import Memory, MemoryInput, SearchFilters
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
-from tribal_memory.errors import InvalidInput
-from tribal_memory.models import Memory, MemoryInput, SearchFilters
+from tribal_memory.interfaces.api.app import create_app
 from tribal_memory.retrieval.fusion import Candidate
 from tribal_memory.retrieval.graph_expansion import graph_expanded, related_in_pool
-from tribal_memory.service import MemoryService
+from tribal_memory.service.memory_service import MemoryService
 
 
 def _memory(

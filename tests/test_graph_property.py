@@ -29,11 +29,11 @@ from hypothesis import strategies as st
 from litestar.testing import TestClient
 from local import LOCAL_URL
 
-from tribal_memory.api import create_app
-from tribal_memory.config import Settings
+from tribal_memory.base.config import Settings
+from tribal_memory.base.models import MemoryInput
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
-from tribal_memory.models import MemoryInput
-from tribal_memory.service import MemoryService
+from tribal_memory.interfaces.api import create_app
+from tribal_memory.service.memory_service import MemoryService
 
 CALLERS = ("alice", "bob")
 OWNERS = (*CALLERS, "shared")

@@ -1,6 +1,6 @@
-"""Document loading and chunking (tribal_memory.ingest.documents); no embedding model needed.
+"""Document loading and chunking (tribal_memory.documents.parsing); no embedding model needed.
 
-Token counts come from the packaged tokenizer (tribal_memory.ingest.tokens).
+Token counts come from the packaged tokenizer (tribal_memory.documents.tokens).
 """
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tribal_memory.errors import InvalidInput
-from tribal_memory.ingest import doc_id_for, iter_paths, load_document, load_paths
-from tribal_memory.ingest.chunking import chunk_lines
-from tribal_memory.ingest.tokens import count_tokens
+from tribal_memory.base.errors import InvalidInput
+from tribal_memory.documents import doc_id_for, iter_paths, load_document, load_paths
+from tribal_memory.documents.chunking import chunk_lines
+from tribal_memory.documents.tokens import count_tokens
 
 GUIDE = """\
 Preamble before any heading.

@@ -15,10 +15,10 @@ from litestar.testing import TestClient
 from local import LOCAL_URL
 from test_api import assert_error, capture
 
-from tribal_memory.api import create_app
-from tribal_memory.config import Settings
+from tribal_memory.base.config import Settings
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
-from tribal_memory.service import MemoryService
+from tribal_memory.interfaces.api import create_app
+from tribal_memory.service.memory_service import MemoryService
 
 FACTS = (
     ("alice", "fact", "Alice deploys on Mondays", ["ops"]),

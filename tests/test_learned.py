@@ -20,16 +20,10 @@ from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 from sqlalchemy import select
 
-from tribal_memory.bench.perf_corpus import generate
-from tribal_memory.config import Settings
-from tribal_memory.db import Database, make_engine, migrate, read_generation
-from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
-from tribal_memory.errors import Conflict, InvalidInput, NotFound
-from tribal_memory.learned.expander import rule_variants
-from tribal_memory.learned.feedback import FeedbackTracker
-from tribal_memory.learned.query_cache import PastQuery
-from tribal_memory.learned.text import query_key, rewording_of, tokens
-from tribal_memory.models import (
+from tribal_memory.base.config import Settings
+from tribal_memory.base.db import Database, make_engine, migrate, read_generation
+from tribal_memory.base.errors import Conflict, InvalidInput, NotFound
+from tribal_memory.base.models import (
     LearnedParts,
     MemoryInput,
     MemoryPatch,
@@ -37,9 +31,15 @@ from tribal_memory.models import (
     SearchMode,
     SearchResult,
 )
+from tribal_memory.base.tables import QueryExpansionRow, QueryFactWeightRow
+from tribal_memory.bench.perf_corpus import generate
+from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
+from tribal_memory.learned.expander import rule_variants
+from tribal_memory.learned.feedback import FeedbackTracker
+from tribal_memory.learned.query_cache import PastQuery
+from tribal_memory.learned.text import query_key, rewording_of, tokens
 from tribal_memory.retrieval import ranking
-from tribal_memory.service import MemoryService
-from tribal_memory.tables import QueryExpansionRow, QueryFactWeightRow
+from tribal_memory.service.memory_service import MemoryService
 
 OWNER = "agent-a"
 MINE = SearchFilters(owner=OWNER)

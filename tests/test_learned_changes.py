@@ -17,15 +17,15 @@ import numpy as np
 import pytest
 from sqlalchemy import delete, event, insert, select
 
-from tribal_memory.db import Database, make_engine, migrate, read_changes, read_generation
-from tribal_memory.generation_triggers import KEEP_CHANGES
+from tribal_memory.base.db import Database, make_engine, migrate, read_changes, read_generation
+from tribal_memory.base.generation_triggers import KEEP_CHANGES
+from tribal_memory.base.models import SHARED_OWNER
+from tribal_memory.base.tables import LearnedChangeRow, QueryCacheRow, QueryFactWeightRow, utcnow
 from tribal_memory.learned import query_cache
 from tribal_memory.learned.anchors import AnchorIndex, owners_for
 from tribal_memory.learned.feedback import FeedbackTracker
 from tribal_memory.learned.memo import RowsByKey, changed_keys
 from tribal_memory.learned.query_cache import PastQueries, QueryCache
-from tribal_memory.models import SHARED_OWNER
-from tribal_memory.tables import LearnedChangeRow, QueryCacheRow, QueryFactWeightRow, utcnow
 
 OWNER = "agent-a"
 COUNTER = QueryCache.generation_name(OWNER)

@@ -17,11 +17,11 @@ from typing import Any
 
 import pytest
 
-from tribal_memory.config import Settings
+from tribal_memory.base.config import Settings
+from tribal_memory.base.models import MemoryInput, SearchFilters
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
 from tribal_memory.learned.expander import LlmVariants
-from tribal_memory.models import MemoryInput, SearchFilters
-from tribal_memory.service import MemoryService
+from tribal_memory.service.memory_service import MemoryService
 
 OWNER = "agent-a"
 MINE = SearchFilters(owner=OWNER)

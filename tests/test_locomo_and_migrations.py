@@ -9,11 +9,11 @@ import pytest
 from sqlalchemy import inspect
 from sqlalchemy.orm import Session
 
+from tribal_memory.base.db import current_revision, head_revision, make_engine, migrate
+from tribal_memory.base.errors import InvalidInput
+from tribal_memory.base.tables import Base
 from tribal_memory.bench.metrics import hit_at, ndcg_at, percentile, recall_at, reciprocal_rank
-from tribal_memory.db import current_revision, head_revision, make_engine, migrate
-from tribal_memory.errors import InvalidInput
-from tribal_memory.ingest.locomo import load_locomo, normalise_evidence, parse_session_date
-from tribal_memory.tables import Base
+from tribal_memory.documents.locomo import load_locomo, normalise_evidence, parse_session_date
 
 TINY = [
     {
@@ -96,11 +96,11 @@ def test_migrations_create_every_table_and_are_idempotent(tmp_path: Path) -> Non
 
 
 def test_migrations_match_the_table_definitions(tmp_path: Path) -> None:
-    """The migrated schema equals what tribal_memory.tables declares (nothing missing or extra)."""
+    """The migrated schema equals what base.tables declares (nothing missing or extra)."""
     from alembic.autogenerate import compare_metadata
     from alembic.runtime.migration import MigrationContext
 
-    from tribal_memory.tables import Base
+    from tribal_memory.base.tables import Base
 
     engine = make_engine(tmp_path / "t.sqlite3")
     migrate(engine)
@@ -117,7 +117,7 @@ def test_migration_0006_gives_anchors_the_owners_whose_feedback_made_them(
     from alembic import command
     from sqlalchemy import text
 
-    from tribal_memory.db import _alembic_config, read_generation
+    from tribal_memory.base.db import _alembic_config, read_generation
 
     engine = make_engine(tmp_path / "t.sqlite3")
 

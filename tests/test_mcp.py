@@ -19,11 +19,11 @@ import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from tribal_memory.config import Settings
+from tribal_memory.base.config import Settings
+from tribal_memory.bench.server_process import ServerProcess, ServerStartError, child_env, free_port
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
-from tribal_memory.mcp import MCP_PATH, ServiceBackend, build_server, transport_security
-from tribal_memory.serverproc import ServerProcess, ServerStartError, child_env, free_port
-from tribal_memory.service import MemoryService
+from tribal_memory.interfaces.mcp import MCP_PATH, ServiceBackend, build_server, transport_security
+from tribal_memory.service.memory_service import MemoryService
 
 STARTUP_TIMEOUT_S = 90.0
 TOOL_NAMES = {"memory_search", "memory_get", "memory_feedback", "memory_capture", "memory_graph"}
@@ -179,7 +179,7 @@ def test_streamable_http_in_process(tmp_path: Path) -> None:
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[str]:
-    """Base URL of a ``tribal_memory.api.server`` process over a temp data dir."""
+    """Base URL of a ``tribal_memory.interfaces.api.server`` process over a temp data dir."""
     port = free_port()
     env = _env(
         TRIBAL_DATA_DIR=str(tmp_path / "server-data"),
@@ -187,7 +187,7 @@ def server(tmp_path: Path) -> Iterator[str]:
         TRIBAL_HOST="127.0.0.1",
     )
     log = tmp_path / "server.log"
-    process = _start(["-m", "tribal_memory.api.server"], port, log, env)
+    process = _start(["-m", "tribal_memory.interfaces.api.server"], port, log, env)
     try:
         yield f"http://127.0.0.1:{port}"
     finally:

@@ -16,10 +16,10 @@ import pytest
 from mcp import ClientSession, StdioServerParameters
 from test_mcp import _answer, _env, _stdio_session, server  # noqa: F401 (server: a fixture)
 
-from tribal_memory.config import Settings
+from tribal_memory.base.config import Settings
+from tribal_memory.base.models import MemoryInput, RelationInput
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
-from tribal_memory.models import MemoryInput, RelationInput
-from tribal_memory.service import MemoryService
+from tribal_memory.service.memory_service import MemoryService
 
 pytestmark = pytest.mark.slow
 

@@ -39,7 +39,7 @@ import httpx
 import pytest
 from openclaw_stub import FINAL_TEXT, StubModel
 
-from tribal_memory.serverproc import ServerProcess, free_port, tribal_server
+from tribal_memory.bench.server_process import ServerProcess, free_port, tribal_server
 
 pytestmark = pytest.mark.slow
 

@@ -33,10 +33,8 @@ from pgserver import PostgresServer
 from sqlalchemy import inspect, select, text
 from typer.testing import CliRunner
 
-from tribal_memory import cli
-from tribal_memory.backup import create_backup
-from tribal_memory.config import Settings
-from tribal_memory.db import (
+from tribal_memory.base.config import Settings
+from tribal_memory.base.db import (
     SharedLock,
     _alembic_config,
     current_revision,
@@ -45,12 +43,14 @@ from tribal_memory.db import (
     migrate,
     read_generation,
 )
+from tribal_memory.base.errors import StoreUnavailable
+from tribal_memory.base.models import MemoryInput, MemoryPatch, SearchFilters
+from tribal_memory.base.tables import Base, QueryCacheRow
+from tribal_memory.bench.server_process import ServerProcess, child_env, free_port, tribal_server
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
-from tribal_memory.errors import StoreUnavailable
-from tribal_memory.models import MemoryInput, MemoryPatch, SearchFilters
-from tribal_memory.serverproc import ServerProcess, child_env, free_port, tribal_server
-from tribal_memory.service import MemoryService
-from tribal_memory.tables import Base, QueryCacheRow
+from tribal_memory.interfaces import cli
+from tribal_memory.ops.backup import create_backup
+from tribal_memory.service.memory_service import MemoryService
 
 FACTS = (
     "We chose PostgreSQL for the billing database",
@@ -297,7 +297,7 @@ def test_bad_database_urls_are_one_line_without_the_password(
 @pytest.mark.slow
 def test_server_start_with_unreachable_postgresql_exits_cleanly(tmp_path: Path) -> None:
     env = child_env({"TRIBAL_DATABASE_URL": _closed_port_url(), "TRIBAL_DATA_DIR": str(tmp_path)})
-    for args in (["-m", "tribal_memory.api.server"], ["-m", "tribal_memory", "serve"]):
+    for args in (["-m", "tribal_memory.interfaces.api.server"], ["-m", "tribal_memory", "serve"]):
         result = subprocess.run(
             [sys.executable, *args, *(["--port", str(free_port())] if "serve" in args else [])],
             env={**env, "TRIBAL_PORT": str(free_port())},

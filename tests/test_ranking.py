@@ -8,9 +8,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from tribal_memory.config import Settings
+from tribal_memory.base.config import Settings
+from tribal_memory.base.models import Hit, Memory
 from tribal_memory.learned.feedback import UsagePrior
-from tribal_memory.models import Hit, Memory
 from tribal_memory.retrieval.fusion import Candidate
 from tribal_memory.retrieval.ranking import ScoreIds, rank
 from tribal_memory.retrieval.signals import (

@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from tribal_memory.backup import create_backup, restore_backup
-from tribal_memory.config import Settings
+from tribal_memory.base.config import Settings
+from tribal_memory.base.errors import InvalidInput
+from tribal_memory.base.models import MemoryInput
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
-from tribal_memory.errors import InvalidInput
-from tribal_memory.models import MemoryInput
-from tribal_memory.service import MemoryService
+from tribal_memory.ops.backup import create_backup, restore_backup
+from tribal_memory.service.memory_service import MemoryService
 
 ROOT = Path(__file__).resolve().parent.parent
 

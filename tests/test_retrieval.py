@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from tribal_memory.models import Memory
+from tribal_memory.base.models import Memory
 from tribal_memory.retrieval.fusion import fuse, fused_candidates, smooth_neighbours, vector_scale
 from tribal_memory.store.base import ScoredMemory
 

@@ -21,10 +21,10 @@ import uvicorn
 from hypothesis import HealthCheck, Phase, settings
 from schemathesis.core import NotSet
 
-from tribal_memory.api import create_app
-from tribal_memory.config import Settings
+from tribal_memory.base.config import Settings
+from tribal_memory.bench.server_process import free_port, wait_until_healthy
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
-from tribal_memory.serverproc import free_port, wait_until_healthy
+from tribal_memory.interfaces.api import create_app
 
 EXAMPLES = 40
 """Generated cases per operation (about 30 operations: over 1,000 in all)."""

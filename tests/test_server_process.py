@@ -1,4 +1,4 @@
-"""A real server process (``python -m tribal_memory.api.server``) answering over real HTTP."""
+"""A real server process (``python -m tribal_memory.interfaces.api.server``) over real HTTP."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tribal_memory.api.server import limit_malloc_arenas
-from tribal_memory.serverproc import ServerProcess, ServerStartError, free_port
+from tribal_memory.bench.server_process import ServerProcess, ServerStartError, free_port
+from tribal_memory.interfaces.api.server import limit_malloc_arenas
 
 STARTUP_TIMEOUT_S = 60.0
 
@@ -28,7 +28,7 @@ def server(tmp_path: Path) -> Iterator[str]:
         "TRIBAL_HOST": "127.0.0.1",
     }
     process = ServerProcess(
-        ["-m", "tribal_memory.api.server"],
+        ["-m", "tribal_memory.interfaces.api.server"],
         log_path=tmp_path / "server.log",
         port=port,
         env=env,
@@ -93,7 +93,7 @@ def test_capture_and_search_over_http(server: str) -> None:
 
 def _run_server(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "tribal_memory.api.server"],
+        [sys.executable, "-m", "tribal_memory.interfaces.api.server"],
         env={**os.environ, "TRIBAL_PORT": str(free_port()), **env},
         capture_output=True,
         text=True,

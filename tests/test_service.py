@@ -17,9 +17,9 @@ from tribal_memory import (
     SearchFilters,
     TooLarge,
 )
-from tribal_memory.config import Settings
+from tribal_memory.base.config import Settings
+from tribal_memory.base.tables import FactAnchorRow, QueryCacheRow, QueryFactWeightRow
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
-from tribal_memory.tables import FactAnchorRow, QueryCacheRow, QueryFactWeightRow
 
 FACTS = [
     MemoryInput("Alice prefers green tea over coffee", owner="alice", tags=("preference",)),

@@ -11,9 +11,9 @@ from litestar import Litestar
 from litestar.testing import TestClient
 from local import LOCAL_URL
 
-from tribal_memory.api import create_app
-from tribal_memory.config import Settings
+from tribal_memory.base.config import Settings
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
+from tribal_memory.interfaces.api import create_app
 
 FACTS = [
     "Priya's daughter started school in Lisbon this autumn",

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from lancedb.index import IvfFlat
 
-from tribal_memory.errors import EmbeddingModelMismatch
-from tribal_memory.models import Memory, SearchFilters
+from tribal_memory.base.errors import EmbeddingModelMismatch
+from tribal_memory.base.models import Memory, SearchFilters
 from tribal_memory.store.lance_rows import filter_sql
 from tribal_memory.store.lancedb import LanceMemoryStore
 

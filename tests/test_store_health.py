@@ -9,11 +9,11 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from tribal_memory import cli
-from tribal_memory.config import Settings
+from tribal_memory.base.config import Settings
+from tribal_memory.base.models import MemoryInput, MemoryPatch, SearchFilters
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
-from tribal_memory.models import MemoryInput, MemoryPatch, SearchFilters
-from tribal_memory.service import MemoryService
+from tribal_memory.interfaces import cli
+from tribal_memory.service.memory_service import MemoryService
 
 FACTS = [f"Fact {i}: the locker of desk {i} opens with code {i * 7919 % 10000}" for i in range(60)]
 MINE = SearchFilters(owner="ana")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tribal_memory.models import SHARED_OWNER, SearchFilters
+from tribal_memory.base.models import SHARED_OWNER, SearchFilters
 from tribal_memory.store.recent import RecentRows, better, nearest_in, owners_only
 
 

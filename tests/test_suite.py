@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from tribal_memory.base.errors import InvalidInput, NotFound
 from tribal_memory.bench.suite import Suite, available_suites, load_suite, suite_path
-from tribal_memory.errors import InvalidInput, NotFound
 
 STYLES = {"direct", "indirect", "inference", "paraphrase"}
 REQUIRED_STYLES = {"direct", "indirect", "inference"}

@@ -10,13 +10,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import select
 
-from tribal_memory.config import Settings
+from tribal_memory.base.config import Settings
+from tribal_memory.base.errors import InvalidInput
+from tribal_memory.base.models import SHARED_OWNER, LearnedParts, MemoryInput, SearchFilters
+from tribal_memory.base.tables import QueryCacheRow, QueryFactWeightRow
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
-from tribal_memory.errors import InvalidInput
 from tribal_memory.learned.anchors import TEAM
-from tribal_memory.models import SHARED_OWNER, LearnedParts, MemoryInput, SearchFilters
-from tribal_memory.service import MemoryService
-from tribal_memory.tables import QueryCacheRow, QueryFactWeightRow
+from tribal_memory.service.memory_service import MemoryService
 
 SHARED_FACTS = (
     "Billing runs on PostgreSQL 15 in the eu-west cluster",
@@ -149,7 +149,7 @@ def test_a_reserved_owner_is_a_400_over_http(tmp_path: Path, embedder: FastEmbed
     from litestar.testing import TestClient
     from local import LOCAL_URL
 
-    from tribal_memory.api import create_app
+    from tribal_memory.interfaces.api import create_app
 
     app = create_app(Settings(data_dir=tmp_path / "d"), embedder=embedder)
     with TestClient(base_url=LOCAL_URL, app=app) as client:

@@ -15,15 +15,15 @@ from litestar import Litestar
 from litestar.testing import TestClient
 from local import LOCAL_URL
 
-from tribal_memory.api import create_app
-from tribal_memory.config import Settings
+from tribal_memory.base.config import Settings
+from tribal_memory.base.errors import EmbeddingError
+from tribal_memory.base.models import SearchFilters
+from tribal_memory.documents import load_document, load_paths
 from tribal_memory.embeddings.base import Embedder, Vector
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
-from tribal_memory.errors import EmbeddingError
-from tribal_memory.ingest import load_document, load_paths
-from tribal_memory.models import SearchFilters
-from tribal_memory.service import MemoryService
-from tribal_memory.tools import SNIPPET_MAX_CHARS, TOOL_NAMES, document_lines
+from tribal_memory.interfaces.api import create_app
+from tribal_memory.interfaces.tools import SNIPPET_MAX_CHARS, TOOL_NAMES, document_lines
+from tribal_memory.service.memory_service import MemoryService
 
 DATA = Path(__file__).resolve().parent / "data" / "openclaw"
 WORKSPACE = DATA / "workspace"

@@ -23,17 +23,17 @@ from local import LOCAL_URL
 from sqlalchemy import func, select
 from typer.testing import CliRunner
 
-from tribal_memory import cli
-from tribal_memory.api import create_app
-from tribal_memory.config import Settings
+from tribal_memory.base.config import Settings
+from tribal_memory.base.errors import EmbeddingError, InvalidInput, TooLarge
+from tribal_memory.base.models import MemoryInput, MemoryPatch, SearchFilters
+from tribal_memory.base.tables import QueryCacheRow
 from tribal_memory.embeddings.base import Embedder, Vector
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
-from tribal_memory.errors import EmbeddingError, InvalidInput, TooLarge
-from tribal_memory.models import MemoryInput, MemoryPatch, SearchFilters
-from tribal_memory.service import MemoryService
-from tribal_memory.tables import QueryCacheRow
-from tribal_memory.transfer import EXCLUDED_TABLES, MEDIA_TYPE
-from tribal_memory.transfer.records import table_refs, transfer_tables
+from tribal_memory.interfaces import cli
+from tribal_memory.interfaces.api import create_app
+from tribal_memory.ops.transfer import EXCLUDED_TABLES, MEDIA_TYPE
+from tribal_memory.ops.transfer.records import table_refs, transfer_tables
+from tribal_memory.service.memory_service import MemoryService
 
 QUESTION = "What tea does Alice drink?"
 QUERIES = [QUESTION, "billing database", "Bob's bike", "launch date", "coffee"]

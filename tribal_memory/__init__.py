@@ -6,8 +6,8 @@ capture, recall, search and relate memories.
 
 from typing import TYPE_CHECKING
 
-from tribal_memory.config import Settings
-from tribal_memory.errors import (
+from tribal_memory.base.config import Settings
+from tribal_memory.base.errors import (
     Conflict,
     EmbeddingError,
     EmbeddingModelMismatch,
@@ -17,7 +17,7 @@ from tribal_memory.errors import (
     TooLarge,
     TribalError,
 )
-from tribal_memory.models import (
+from tribal_memory.base.models import (
     SHARED_OWNER,
     CaptureResult,
     CommonNeighbor,
@@ -38,7 +38,7 @@ from tribal_memory.models import (
 )
 
 if TYPE_CHECKING:
-    from tribal_memory.service import MemoryService
+    from tribal_memory.service.memory_service import MemoryService
 
 __version__ = "0.1.0"
 
@@ -80,7 +80,7 @@ def __getattr__(name: str) -> object:
     Keeps ``tribal-memory --help`` and ``migrate`` fast (PEP 562).
     """
     if name == "MemoryService":
-        from tribal_memory.service import MemoryService
+        from tribal_memory.service.memory_service import MemoryService
 
         return MemoryService
     raise AttributeError(f"module 'tribal_memory' has no attribute {name!r}")

@@ -1,6 +1,6 @@
 """``python -m tribal_memory``: the same as the ``tribal-memory`` command."""
 
-from tribal_memory.cli import main
+from tribal_memory.interfaces.cli import main
 
 if __name__ == "__main__":
     main()

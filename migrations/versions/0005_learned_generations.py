@@ -2,7 +2,7 @@
 
 Kept by triggers in the writing transaction, so a process that caches
 something derived from those tables sees every change, whichever process or
-code path made it, at its next read of one row (see tribal_memory.db.read_generation).
+code path made it, at its next read of one row (see tribal_memory.base.db.read_generation).
 
 Revision ID: 0005
 Revises: 0004
@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-from tribal_memory.generation_triggers import create_triggers, drop_triggers
+from tribal_memory.base.generation_triggers import create_triggers, drop_triggers
 
 revision: str = "0005"
 down_revision: str | None = "0004"

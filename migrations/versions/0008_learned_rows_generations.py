@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tribal_memory.generation_triggers import create_triggers, drop_triggers
+from tribal_memory.base.generation_triggers import create_triggers, drop_triggers
 
 revision: str = "0008"
 down_revision: str | None = "0007"

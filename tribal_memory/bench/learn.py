@@ -47,12 +47,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from tribal_memory.bench.metrics import hit_at, percentile, recall_at, reciprocal_rank
-from tribal_memory.config import Settings
-from tribal_memory.embeddings.base import Embedder
-from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
-from tribal_memory.errors import InvalidInput
-from tribal_memory.models import (
+from tribal_memory.base.config import Settings
+from tribal_memory.base.errors import InvalidInput
+from tribal_memory.base.models import (
     SHARED_OWNER,
     LearnedParts,
     MemoryInput,
@@ -60,7 +57,10 @@ from tribal_memory.models import (
     SearchMode,
     SearchResult,
 )
-from tribal_memory.service import MemoryService
+from tribal_memory.bench.metrics import hit_at, percentile, recall_at, reciprocal_rank
+from tribal_memory.embeddings.base import Embedder
+from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
+from tribal_memory.service.memory_service import MemoryService
 
 DEPTH = 25
 CATEGORIES = (1, 2, 3, 4)
@@ -149,7 +149,7 @@ def locomo_stores(path: Path, seed: int, limit_samples: int | None = None) -> li
     Raises:
         InvalidInput: ``path`` is not a readable LoCoMo-format file.
     """
-    from tribal_memory.ingest.locomo import load_locomo
+    from tribal_memory.documents.locomo import load_locomo
 
     stores = []
     for sample in load_locomo(path)[:limit_samples]:

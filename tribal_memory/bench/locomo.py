@@ -1,7 +1,7 @@
 """LoCoMo retrieval benchmark: evidence-turn recall of vector and hybrid search.
 
 Protocol: each conversation (sample) is ingested into its own fresh store
-(every dialog turn one memory, see :mod:`tribal_memory.ingest.locomo`); every
+(every dialog turn one memory, see :mod:`tribal_memory.documents.locomo`); every
 question of categories 1-4 (multi-hop, temporal, open-domain, single-hop;
 category 5, adversarial, has no answer in the conversation) is asked with
 ``k = 25`` and scored against its evidence ``dia_id``s: recall@5/10/25 (share
@@ -29,14 +29,14 @@ from typing import Any
 
 import numpy as np
 
+from tribal_memory.base.config import Settings
+from tribal_memory.base.models import SearchFilters, SearchMode
 from tribal_memory.bench.locomo_baselines import ConversationBaselines
 from tribal_memory.bench.metrics import hit_at, ndcg_at, percentile, recall_at, reciprocal_rank
-from tribal_memory.config import Settings
+from tribal_memory.documents.locomo import LocomoQuestion, LocomoSample, load_locomo
 from tribal_memory.embeddings.base import Embedder
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
-from tribal_memory.ingest.locomo import LocomoQuestion, LocomoSample, load_locomo
-from tribal_memory.models import SearchFilters, SearchMode
-from tribal_memory.service import MemoryService
+from tribal_memory.service.memory_service import MemoryService
 
 CATEGORIES = (1, 2, 3, 4)
 DEPTH = 25

@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from tribal_memory.base.errors import TribalError
 from tribal_memory.embeddings.base import Vector
-from tribal_memory.errors import TribalError
 from tribal_memory.learned.text import content_terms, stem
 
 LIN_VECTOR_WEIGHT = 0.6

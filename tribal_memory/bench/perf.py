@@ -1,6 +1,6 @@
 """``tribal-memory bench perf``: latency, throughput and memory of a real server process.
 
-For each corpus size the benchmark starts ``python -m tribal_memory.api.server``
+For each corpus size the benchmark starts ``python -m tribal_memory.interfaces.api.server``
 on 127.0.0.1 over a fresh temp data dir, loads the generated corpus
 (:mod:`tribal_memory.bench.perf_corpus`) through ``POST /v1/import`` with
 embeddings computed once and cached outside the repository, and measures over
@@ -37,6 +37,9 @@ from typing import Any
 import httpx
 import platformdirs
 
+from tribal_memory.base.config import Settings
+from tribal_memory.base.errors import InvalidInput, TribalError
+from tribal_memory.base.models import Memory, SearchFilters, memory_id_for
 from tribal_memory.bench.metrics import percentile
 from tribal_memory.bench.perf_baseline import PlainBaseline
 from tribal_memory.bench.perf_corpus import (
@@ -47,11 +50,8 @@ from tribal_memory.bench.perf_corpus import (
     questions,
 )
 from tribal_memory.bench.perf_server import ServerProcess, read_memory_mb, run_locust
-from tribal_memory.config import Settings
 from tribal_memory.embeddings.base import Embedder, Vector
-from tribal_memory.errors import InvalidInput, TribalError
-from tribal_memory.models import Memory, SearchFilters, memory_id_for
-from tribal_memory.transfer.records import FORMAT, VERSION, dumps, memory_record
+from tribal_memory.ops.transfer.records import FORMAT, VERSION, dumps, memory_record
 
 Log = Callable[[str], None]
 
@@ -534,7 +534,7 @@ def _ann_recall(
     ``vector_search`` with those of ``vector_search(exact=True)``; with no IVF
     index yet both are exact and recall is 1.0.
     """
-    from tribal_memory.service import MemoryService
+    from tribal_memory.service.memory_service import MemoryService
 
     found: dict[str, Any] = {}
     with MemoryService(Settings(data_dir=data_dir), embedder=embedder) as service:

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from tribal_memory.base.errors import TribalError
 from tribal_memory.embeddings.base import Embedder, Vector
-from tribal_memory.errors import TribalError
 
 _TOKEN = re.compile(r"\w+")
 

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
+from tribal_memory.base.errors import StoreUnavailable
 from tribal_memory.embeddings.base import Embedder, Vector
-from tribal_memory.errors import StoreUnavailable
 
 N_OWNERS = 20
 """Owners take turns, so each holds ``1 / N_OWNERS`` (5%) of the corpus."""

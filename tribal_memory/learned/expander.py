@@ -34,11 +34,11 @@ from concurrent.futures import TimeoutError as FutureTimeout
 import httpx
 from sqlalchemy import select
 
-from tribal_memory.db import Database
+from tribal_memory.base.db import Database
+from tribal_memory.base.tables import QueryExpansionRow
 from tribal_memory.learned.memo import RowsByKey, changed_keys
 from tribal_memory.learned.query_cache import PastQuery
 from tribal_memory.learned.text import content_terms, tokens
-from tribal_memory.tables import QueryExpansionRow
 
 _LIKE = re.compile(
     r"\bwhat\s+(?:kinds?\s+of\s+|types?\s+of\s+|sorts?\s+of\s+)?(?P<thing>[\w\s-]+?)\s+"

@@ -34,10 +34,10 @@ from typing import Any
 
 from sqlalchemy import case, func, select
 
-from tribal_memory.db import Database, days_since
+from tribal_memory.base.db import Database, days_since
+from tribal_memory.base.tables import QueryFactWeightRow, RetrievalEventRow, utcnow
 from tribal_memory.learned.memo import RowsByKey, changed_keys
 from tribal_memory.learned.query_cache import PastQuery
-from tribal_memory.tables import QueryFactWeightRow, RetrievalEventRow, utcnow
 
 PRIOR_REUSE_S = 60.0
 """Longest time usage priors computed for an unchanged cache generation are reused, in s."""

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 
 from sqlalchemy import String, cast, delete, or_, select
 
-from tribal_memory.db import Database
-from tribal_memory.tables import FactAnchorRow, QueryCacheRow, QueryFactWeightRow
+from tribal_memory.base.db import Database
+from tribal_memory.base.tables import FactAnchorRow, QueryCacheRow, QueryFactWeightRow
 
 _LIKE_SLICE = 200
 

@@ -16,10 +16,12 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from tribal_memory.config import Settings
-from tribal_memory.db import Database, read_generations
+from tribal_memory.base.config import Settings
+from tribal_memory.base.db import Database, read_generations
+from tribal_memory.base.errors import Conflict, InvalidInput, NotFound
+from tribal_memory.base.models import SHARED_OWNER, FeedbackResult, Hit, SearchFilters
+from tribal_memory.base.tables import utcnow
 from tribal_memory.embeddings.base import Embedder
-from tribal_memory.errors import Conflict, InvalidInput, NotFound
 from tribal_memory.learned.anchors import ALL_OWNERS, TEAM, AnchorIndex
 from tribal_memory.learned.anchors import GENERATION as ANCHORS_GENERATION
 from tribal_memory.learned.expander import (
@@ -31,9 +33,7 @@ from tribal_memory.learned.expander import (
 from tribal_memory.learned.feedback import FeedbackTracker
 from tribal_memory.learned.query_cache import PastQuery, QueryCache
 from tribal_memory.learned.text import content_terms, query_key, stem
-from tribal_memory.models import SHARED_OWNER, FeedbackResult, Hit, SearchFilters
 from tribal_memory.store.base import MemoryStore
-from tribal_memory.tables import utcnow
 
 
 def scope_of(filters: SearchFilters) -> str:

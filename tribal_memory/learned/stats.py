@@ -14,14 +14,14 @@ from typing import Any, Literal
 
 from sqlalchemy import func, select
 
-from tribal_memory.db import Database
-from tribal_memory.learned.query_cache import eligible
-from tribal_memory.tables import (
+from tribal_memory.base.db import Database
+from tribal_memory.base.tables import (
     FactAnchorRow,
     QueryCacheRow,
     QueryFactWeightRow,
     RetrievalEventRow,
 )
+from tribal_memory.learned.query_cache import eligible
 
 Bucket = Literal["day", "week"]
 

@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from tribal_memory.models import Hit, Memory
+from tribal_memory.base.models import Hit, Memory
 from tribal_memory.store.base import ScoredMemory
 
 FusionMethod = Literal["weighted", "rrf"]

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
-from tribal_memory.models import Memory
+from tribal_memory.base.models import Memory
 from tribal_memory.retrieval.fusion import Candidate
 
 Edge = tuple[str, str]

@@ -35,14 +35,8 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Literal
 
-from tribal_memory.config import Settings
-from tribal_memory.embeddings.base import Embedder, Vector
-from tribal_memory.graph import RelationGraph
-from tribal_memory.learned.anchors import ALL_OWNERS, TEAM, AnchorMatch, owners_for
-from tribal_memory.learned.learner import Learner, scope_of
-from tribal_memory.learned.query_cache import CacheEntry, PastQueries, PastQuery
-from tribal_memory.learned.text import query_key, rewording_of
-from tribal_memory.models import (
+from tribal_memory.base.config import Settings
+from tribal_memory.base.models import (
     SHARED_OWNER,
     Hit,
     LearnedParts,
@@ -51,6 +45,13 @@ from tribal_memory.models import (
     SearchResult,
     Variant,
 )
+from tribal_memory.base.tables import utcnow
+from tribal_memory.embeddings.base import Embedder, Vector
+from tribal_memory.graph.relations import RelationGraph
+from tribal_memory.learned.anchors import ALL_OWNERS, TEAM, AnchorMatch, owners_for
+from tribal_memory.learned.learner import Learner, scope_of
+from tribal_memory.learned.query_cache import CacheEntry, PastQueries, PastQuery
+from tribal_memory.learned.text import query_key, rewording_of
 from tribal_memory.retrieval import signals as sig
 from tribal_memory.retrieval.fusion import (
     Candidate,
@@ -61,7 +62,6 @@ from tribal_memory.retrieval.fusion import (
 from tribal_memory.retrieval.graph_expansion import graph_expanded
 from tribal_memory.retrieval.ranking import rank
 from tribal_memory.store.base import MemoryStore, ScoredMemory
-from tribal_memory.tables import utcnow
 
 
 @dataclass(slots=True)
@@ -163,7 +163,7 @@ class Retriever:
 
         Returns:
             A :class:`SearchResult`, hits best first with scores in [0, 1];
-            see :class:`tribal_memory.models.Hit` for what the learned fields
+            see :class:`tribal_memory.base.models.Hit` for what the learned fields
             mean. ``took_ms`` is wall time in ms. No match: no hits.
         """
         q = _Search(

@@ -12,10 +12,10 @@ import time
 
 from sqlalchemy import delete
 
-from tribal_memory.config import Settings
-from tribal_memory.db import Database, upsert
-from tribal_memory.models import Variant
-from tribal_memory.tables import OwnerVariantRow, utcnow
+from tribal_memory.base.config import Settings
+from tribal_memory.base.db import Database, upsert
+from tribal_memory.base.models import Variant
+from tribal_memory.base.tables import OwnerVariantRow, utcnow
 
 
 class VariantPins:

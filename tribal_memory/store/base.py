@@ -11,8 +11,8 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Protocol
 
+from tribal_memory.base.models import Memory, SearchFilters
 from tribal_memory.embeddings.base import Vector
-from tribal_memory.models import Memory, SearchFilters
 
 
 @dataclass(frozen=True, slots=True)

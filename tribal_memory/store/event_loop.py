@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 import pyarrow as pa
 from lancedb.arrow import AsyncRecordBatchReader
 
-from tribal_memory.errors import StoreUnavailable, TribalError
+from tribal_memory.base.errors import StoreUnavailable, TribalError
 
 _T = TypeVar("_T")
 

@@ -1,7 +1,7 @@
 """Rows of the LanceDB ``memories`` table: schema, conversions, SQL filters.
 
 A memory is one row: its fields, ``metadata`` as JSON text and the vector.
-:func:`filter_sql` turns :class:`~tribal_memory.models.SearchFilters` into a
+:func:`filter_sql` turns :class:`~tribal_memory.base.models.SearchFilters` into a
 DataFusion ``WHERE`` clause.
 """
 
@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from tribal_memory.base.errors import InvalidInput
+from tribal_memory.base.models import SHARED_OWNER, Memory, SearchFilters
 from tribal_memory.embeddings.base import Vector
-from tribal_memory.errors import InvalidInput
-from tribal_memory.models import SHARED_OWNER, Memory, SearchFilters
 from tribal_memory.store.base import ScoredMemory
 
 MODEL_KEY = b"tribal.embedding_model"

@@ -33,14 +33,14 @@ from lancedb.index import FTS, Bitmap, BTree, IndexConfig, IvfFlat
 from lancedb.query import AsyncVectorQuery, ColumnOrdering, MatchQuery
 from lancedb.table import AsyncTable
 
-from tribal_memory.embeddings.base import Vector
-from tribal_memory.errors import (
+from tribal_memory.base.errors import (
     EmbeddingModelMismatch,
     InvalidInput,
     NotFound,
     StoreUnavailable,
 )
-from tribal_memory.models import Memory, SearchFilters
+from tribal_memory.base.models import Memory, SearchFilters
+from tribal_memory.embeddings.base import Vector
 from tribal_memory.store.base import ScoredMemory
 from tribal_memory.store.event_loop import next_batch, shared_event_loop, translated
 from tribal_memory.store.lance_rows import (

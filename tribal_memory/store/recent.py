@@ -10,8 +10,8 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from tribal_memory.base.models import SHARED_OWNER, SearchFilters
 from tribal_memory.embeddings.base import Vector
-from tribal_memory.models import SHARED_OWNER, SearchFilters
 
 MAX_ROWS = 50_000
 """Most rows :class:`RecentRows` holds (past it, near-duplicate checks take the slow path)."""

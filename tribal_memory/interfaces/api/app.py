@@ -1,0 +1,144 @@
+"""The Litestar application factory.
+
+``create_app(settings)`` builds the app; the :class:`MemoryService` is opened
+in the lifespan (in a worker thread: loading the model blocks) and closed on
+shutdown. Handlers are synchronous and run with ``sync_to_thread=True``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from functools import partial
+from typing import Any
+
+import anyio.to_thread
+from litestar import Litestar, Request
+from litestar.config.cors import CORSConfig
+from litestar.datastructures import State
+from litestar.exceptions import ValidationException
+
+from tribal_memory.base.config import Settings
+from tribal_memory.embeddings.base import Embedder
+from tribal_memory.interfaces.api.auth import AUTH_DEPENDENCIES, AUTH_STATE_KEY, authenticate
+from tribal_memory.interfaces.api.browser import BrowserGuard
+from tribal_memory.interfaces.api.context import context
+from tribal_memory.interfaces.api.deps import DEPENDENCIES, SERVICE_STATE_KEY
+from tribal_memory.interfaces.api.docs import openapi_config, swagger_static_router
+from tribal_memory.interfaces.api.documents import DocumentsController
+from tribal_memory.interfaces.api.errors import EXCEPTION_HANDLERS
+from tribal_memory.interfaces.api.graph import GraphController
+from tribal_memory.interfaces.api.health import health
+from tribal_memory.interfaces.api.learned import (
+    AnchorsController,
+    FeedbackController,
+    VariantsController,
+)
+from tribal_memory.interfaces.api.memories import MemoriesController
+from tribal_memory.interfaces.api.owners import OwnersController
+from tribal_memory.interfaces.api.relations import RelationsController
+from tribal_memory.interfaces.api.retrieval import RetrievalController
+from tribal_memory.interfaces.api.stats import retrieval_stats, stats
+from tribal_memory.interfaces.api.tools import ToolsController
+from tribal_memory.interfaces.api.transfer import export, import_
+from tribal_memory.service.memory_service import MemoryService
+
+_BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+async def require_utf8_body(request: Request[Any, Any, Any]) -> None:
+    """Reject a request body that is not valid UTF-8 with a 400 before it is parsed.
+
+    msgspec raises ``UnicodeDecodeError`` (not a decode error) on such bodies,
+    which would otherwise surface as a 500. Reading the body here also enforces
+    ``request_max_body_size`` (413). The body is cached for the handler.
+
+    Raises:
+        ValidationException: the body is not UTF-8 (400 invalid_request).
+    """
+    if request.method not in _BODY_METHODS:
+        return
+    body = await request.body()
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValidationException(f"request body is not valid UTF-8: {exc.reason}") from exc
+
+
+def _cors_config(origins: tuple[str, ...]) -> CORSConfig | None:
+    """CORS answers for the configured origins; None (no CORS headers) without any."""
+    if not origins:
+        return None
+    return CORSConfig(
+        allow_origins=list(origins),
+        allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
+        allow_headers=["authorization", "content-type", "x-agent-id"],
+    )
+
+
+def create_app(settings: Settings, *, embedder: Embedder | None = None) -> Litestar:
+    """Build the HTTP API over the data dir and model named by ``settings``.
+
+    Browser requests are held to :class:`~tribal_memory.interfaces.api.browser.BrowserGuard`'s
+    rules (``allowed_hosts``, ``cors_origins``); with ``cors_origins`` set,
+    those origins also get CORS headers and preflight answers.
+
+    Args:
+        settings: Configuration; ``max_request_bytes`` caps request bodies (413).
+        embedder: An already loaded embedder to share (tests); loaded from
+            ``settings.embedding_model`` at startup if None.
+
+    Returns:
+        The app. Starting it (lifespan startup) opens the service and raises
+        what :class:`MemoryService` raises: ``EmbeddingError``,
+        ``EmbeddingModelMismatch`` (the data dir was built with another model),
+        ``StoreUnavailable``.
+    """
+
+    @asynccontextmanager
+    async def service_lifespan(app: Litestar) -> AsyncIterator[None]:
+        open_service = partial(MemoryService, settings, embedder=embedder)
+        service = await anyio.to_thread.run_sync(open_service)
+        app.state[SERVICE_STATE_KEY] = service
+        try:
+            yield
+        finally:
+            del app.state[SERVICE_STATE_KEY]
+            await anyio.to_thread.run_sync(service.close)
+
+    return Litestar(
+        route_handlers=[
+            MemoriesController,
+            RetrievalController,
+            RelationsController,
+            GraphController,
+            OwnersController,
+            DocumentsController,
+            FeedbackController,
+            AnchorsController,
+            VariantsController,
+            ToolsController,
+            context,
+            stats,
+            retrieval_stats,
+            export,
+            import_,
+            health,
+            swagger_static_router(),
+        ],
+        dependencies={**DEPENDENCIES, **AUTH_DEPENDENCIES},
+        guards=[authenticate],
+        middleware=[BrowserGuard(settings.host_allow_list, settings.cors_origins)],
+        cors_config=_cors_config(settings.cors_origins),
+        exception_handlers=EXCEPTION_HANDLERS,
+        before_request=require_utf8_body,
+        lifespan=[service_lifespan],
+        openapi_config=openapi_config(),
+        request_max_body_size=settings.max_request_bytes,
+        state=State(
+            {
+                "max_request_bytes": settings.max_request_bytes,
+                AUTH_STATE_KEY: settings.auth_enabled,
+            }
+        ),
+    )

@@ -1,0 +1,96 @@
+"""Authentication of HTTP requests: the guard and the ``caller`` and ``owner_scope`` dependencies.
+
+The guard runs before every handler that is not marked public (``opt={"public":
+True}``: health, the OpenAPI schema and docs). With authentication off
+(``TRIBAL_AUTH=off``, or ``auto`` on a loopback bind) every request acts as
+:data:`~tribal_memory.auth.keys.OPEN`; otherwise it must carry
+``Authorization: Bearer <key>`` (401 without a valid one) and acts as the key's
+:class:`~tribal_memory.auth.keys.Caller`.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import anyio.to_thread
+from litestar.connection import ASGIConnection
+from litestar.di import NamedDependency, Provide
+from litestar.handlers.base import BaseRouteHandler
+from litestar.params import QueryParameter
+
+from tribal_memory.auth.policy import OPEN, Caller
+from tribal_memory.base.errors import Unauthorized
+from tribal_memory.interfaces.api.deps import provide_service
+
+CALLER_STATE_KEY = "caller"
+AUTH_STATE_KEY = "auth_enabled"
+PUBLIC = {"public": True}
+"""``opt`` of handlers that answer without a key."""
+_PUBLIC_PATHS = ("/schema",)  # the OpenAPI router, which Litestar builds itself
+
+
+async def authenticate(
+    connection: ASGIConnection[Any, Any, Any, Any], handler: BaseRouteHandler
+) -> None:
+    """Guard: resolve the request's caller, or refuse it.
+
+    Raises:
+        Unauthorized: authentication is on and the request has no valid key (401).
+    """
+    if handler.opt.get("public") or connection.scope["path"].startswith(_PUBLIC_PATHS):
+        return
+    if not connection.app.state.get(AUTH_STATE_KEY, True):
+        connection.state[CALLER_STATE_KEY] = OPEN
+        return
+    scheme, _, token = connection.headers.get("authorization", "").partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer" or not token:
+        raise Unauthorized("an API key is required: send 'Authorization: Bearer <key>'")
+    service = provide_service(connection.app.state)
+    caller = await anyio.to_thread.run_sync(service.authenticate, token)
+    if caller is None:
+        raise Unauthorized("unknown or revoked API key")
+    connection.state[CALLER_STATE_KEY] = caller
+
+
+def provide_caller(request: ASGIConnection[Any, Any, Any, Any]) -> Caller:
+    """The caller the guard resolved for this request.
+
+    Raises:
+        Unauthorized: the guard did not run (a public handler asked for a caller).
+    """
+    caller = request.state.get(CALLER_STATE_KEY)
+    if not isinstance(caller, Caller):
+        raise Unauthorized("this route has no authenticated caller")
+    return caller
+
+
+CallerDep = NamedDependency[Caller]
+"""Annotation of a handler's ``caller`` parameter."""
+
+
+def provide_owner_scope(
+    caller: CallerDep,
+    owner: Annotated[
+        str | None,
+        QueryParameter(
+            description="Only this owner's and shared memories are visible (a non-admin key: "
+            "its own owner, whatever is named here)."
+        ),
+    ] = None,
+) -> str | None:
+    """The owner a request is scoped to: ``?owner=`` as the caller may use it.
+
+    Raises:
+        Forbidden: a non-admin key named another owner (403).
+    """
+    return caller.scope(owner)
+
+
+OwnerScope = NamedDependency[str | None]
+"""Annotation of a handler's ``owner_scope`` parameter: the owner it may read and write."""
+
+AUTH_DEPENDENCIES = {
+    "caller": Provide(provide_caller, sync_to_thread=False),
+    "owner_scope": Provide(provide_owner_scope, sync_to_thread=False),
+}

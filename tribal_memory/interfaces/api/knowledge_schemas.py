@@ -1,0 +1,40 @@
+"""Request and response bodies of knowledge management: listing, clearing, search by vector."""
+
+from __future__ import annotations
+
+import msgspec
+
+from tribal_memory.interfaces.api.schemas import MemoryOut, SearchScope
+
+
+class MemoryPageOut(msgspec.Struct):
+    """One page of memories, by id (empty: none, or past the end).
+
+    ``next_after``: pass it as ``after`` to read the next page; null on the last.
+    """
+
+    memories: list[MemoryOut]
+    next_after: str | None
+
+
+class OwnerClearedOut(msgspec.Struct):
+    """What clearing an owner deleted.
+
+    Its memories (with their relations and learned rows) and its documents' records.
+    """
+
+    owner: str
+    memories: int
+    documents: int
+
+
+class VectorSearchRequest(SearchScope):
+    """A raw embedding vector plus the prefilters of ``POST /v1/search``.
+
+    ``vector``: as many numbers as the instance's embedding dimension
+    (``embedding_dim`` in ``GET /v1/stats``), from the same model; it need
+    not be unit length. The filters, ``near``/``steps``/``types``/``block``,
+    ``k`` and ``min_score`` mean what they mean for search.
+    """
+
+    vector: list[float]

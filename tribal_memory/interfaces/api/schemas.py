@@ -1,0 +1,610 @@
+"""Request and response bodies of the HTTP API (msgspec Structs).
+
+Request structs reject unknown fields, so a misspelt filter is a 400 rather
+than a silently ignored option. Times are RFC 3339 strings with a timezone on
+the way in and UTC (``...Z``) on the way out. Every score is in [0, 1], higher
+is better.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+import msgspec
+
+from tribal_memory.base.errors import InvalidInput
+from tribal_memory.base.models import (
+    LearnedParts,
+    MemoryInput,
+    MemoryKind,
+    MemoryPatch,
+    Near,
+    SearchFilters,
+    SearchMode,
+    Traversal,
+    Variant,
+)
+
+AwareDatetime = Annotated[datetime, msgspec.Meta(tz=True)]
+"""A datetime that must carry a timezone (naive times are ambiguous)."""
+Score = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
+ChunkIndex = Annotated[int, msgspec.Meta(ge=0, le=2**31 - 1)]
+"""Position of a chunk in its document; stored as a 32-bit integer."""
+
+
+class _Request(msgspec.Struct, forbid_unknown_fields=True):
+    """Base of request bodies: unknown fields are an error."""
+
+
+def near_of(
+    near: str | None, steps: int | None, types: list[str] | None, block: list[str] | None
+) -> Near | None:
+    """The core :class:`Near` of a body's ``near``, ``steps``, ``types`` and ``block``.
+
+    Returns:
+        None without ``near``; else the neighbourhood of ``near`` within
+        ``steps`` hops (default 1).
+
+    Raises:
+        InvalidInput: ``steps``, ``types`` or ``block`` given without ``near``.
+    """
+    if near is None:
+        if steps is not None or types is not None or block is not None:
+            raise InvalidInput("steps, types and block need near (the memory to search around)")
+        return None
+    return Near(
+        near, Traversal(1 if steps is None else steps, tuple(types or ()), tuple(block or ()))
+    )
+
+
+# -- errors ---------------------------------------------------------------------
+
+
+class ErrorOut(msgspec.Struct):
+    """Every error response: a stable ``error`` code, a human ``detail`` and the HTTP ``status``."""
+
+    error: str
+    detail: str
+    status: int
+
+
+# -- memories -------------------------------------------------------------------
+
+
+class CaptureRequest(_Request):
+    """One memory to capture. ``content`` must be non-empty after stripping.
+
+    ``owner``: who the memory belongs to; omitted, the API key's owner
+    (``shared`` when authentication is off).
+    """
+
+    content: str
+    owner: str | None = None
+    kind: MemoryKind = "fact"
+    tags: list[str] = msgspec.field(default_factory=list)
+    source: str | None = None
+    doc_id: str | None = None
+    chunk_index: ChunkIndex | None = None
+    parent_id: str | None = None
+    event_time: AwareDatetime | None = None
+    metadata: dict[str, Any] = msgspec.field(default_factory=dict)
+
+    def to_input(self, owner: str) -> MemoryInput:
+        """The core :class:`MemoryInput` for this request, owned by ``owner``."""
+        return MemoryInput(
+            content=self.content,
+            owner=owner,
+            kind=self.kind,
+            tags=tuple(self.tags),
+            source=self.source,
+            doc_id=self.doc_id,
+            chunk_index=self.chunk_index,
+            parent_id=self.parent_id,
+            event_time=self.event_time,
+            metadata=dict(self.metadata),
+        )
+
+
+class BatchCaptureRequest(_Request):
+    """Memories to capture in one write (all or nothing)."""
+
+    memories: list[CaptureRequest]
+    near_duplicates: bool = True
+    """Report near-duplicates of stored memories (one vector search per new
+    memory); false skips that search, e.g. for bulk loads. Repeats of the same
+    content are still reported as ``exists``."""
+
+
+class PatchRequest(_Request):
+    """Fields to change; an absent (or null) field is left as it is."""
+
+    content: str | None = None
+    tags: list[str] | None = None
+    kind: MemoryKind | None = None
+    source: str | None = None
+    event_time: AwareDatetime | None = None
+    metadata: dict[str, Any] | None = None
+
+    def to_patch(self) -> MemoryPatch:
+        """The core :class:`MemoryPatch` for this request."""
+        return MemoryPatch(
+            content=self.content,
+            tags=tuple(self.tags) if self.tags is not None else None,
+            kind=self.kind,
+            source=self.source,
+            event_time=self.event_time,
+            metadata=dict(self.metadata) if self.metadata is not None else None,
+        )
+
+
+class MemoryOut(msgspec.Struct):
+    """A stored memory."""
+
+    memory_id: str
+    content: str
+    owner: str
+    kind: str
+    tags: list[str]
+    source: str | None
+    doc_id: str | None
+    chunk_index: int | None
+    parent_id: str | None
+    created_at: datetime
+    updated_at: datetime
+    event_time: datetime | None
+    metadata: dict[str, Any]
+
+
+class CaptureOut(msgspec.Struct):
+    """Outcome of one capture.
+
+    ``status``: ``created`` (new) or ``exists`` (same owner and content already
+    stored; nothing written). ``near_duplicate_of``/``near_duplicate_score``
+    name the most similar other memory of the owner when their cosine
+    similarity (in [0, 1]) reached the near-duplicate threshold, else null.
+    """
+
+    memory: MemoryOut
+    status: Literal["created", "exists"]
+    near_duplicate_of: str | None
+    near_duplicate_score: float | None
+
+
+class BatchCaptureOut(msgspec.Struct):
+    """One result per captured memory, in request order."""
+
+    results: list[CaptureOut]
+
+
+# -- retrieval ------------------------------------------------------------------
+
+
+class SearchScope(_Request, kw_only=True):
+    """What every search body shares: ``k``, prefilters, ``min_score``, ``near``.
+
+    The fields mean what :class:`RecallRequest` says.
+    """
+
+    k: int = 10
+    owner: str | None = None
+    include_shared: bool = True
+    tags: list[str] = msgspec.field(default_factory=list)
+    kinds: list[MemoryKind] = msgspec.field(default_factory=list)
+    sources: list[str] = msgspec.field(default_factory=list)
+    since: AwareDatetime | None = None
+    until: AwareDatetime | None = None
+    min_score: Score = 0.0
+    near: str | None = None
+    steps: int | None = None
+    types: list[str] | None = None
+    block: list[str] | None = None
+
+    def near_filter(self) -> Near | None:
+        """The core :class:`Near` of this body's ``near`` fields (see :func:`near_of`).
+
+        Raises:
+            InvalidInput: ``steps``, ``types`` or ``block`` given without ``near``.
+        """
+        return near_of(self.near, self.steps, self.types, self.block)
+
+    def to_filters(self) -> SearchFilters:
+        """The core :class:`SearchFilters` for this request."""
+        return SearchFilters(
+            owner=self.owner,
+            include_shared=self.include_shared,
+            tags=tuple(self.tags),
+            kinds=tuple(self.kinds),
+            sources=tuple(self.sources),
+            since=self.since,
+            until=self.until,
+        )
+
+
+class RecallRequest(SearchScope):
+    """A query plus prefilters (combined with AND).
+
+    ``owner``: the caller; results hold its memories plus shared ones (unless
+    ``include_shared`` is false); null searches every owner. ``tags``: any of
+    them. ``kinds``/``sources``: exact matches. ``since``/``until``: inclusive
+    bounds on ``event_time`` (or ``created_at`` when it has none). Hits scoring
+    under ``min_score`` are dropped.
+
+    ``context``: also return, apart from the hits, the parent heading chunk
+    and the previous/next chunks of each document chunk hit.
+
+    ``feedback``: log the retrieval so usage feedback can name it (the
+    response carries its ``retrieval_id``). ``learned``: the learned parts to
+    use, from ``cache``, ``expansion``, ``feedback``, ``anchors`` (``[]``: plain
+    search, the baseline); null uses the owner's A/B variant. ``session_id``
+    (with ``feedback``): the agent task this retrieval belongs to; feedback on
+    any retrieval of the session may name memories another of them returned.
+
+    ``near``: search only the graph neighbourhood of this memory id: it and
+    the memories within ``steps`` hops (1 to 5, default 1) over relations
+    (either direction), following only ``types`` (default: every relation
+    type) and never passing through ``block`` (relation types not followed,
+    memory kinds neither returned nor walked through). Memories the caller
+    may not see are never part of it, nor walked through. The neighbourhood
+    is a prefilter on memory ids; ranking is otherwise the same.
+    """
+
+    query: str
+    feedback: bool = False
+    learned: list[str] | None = None
+    context: bool = False
+    session_id: str | None = None
+
+    def learned_parts(self) -> LearnedParts | None:
+        """The core :class:`LearnedParts` named by ``learned`` (None: the owner's variant).
+
+        Raises:
+            InvalidInput: an unknown part name.
+        """
+        if self.learned is None:
+            return None
+        try:
+            return LearnedParts.only(*self.learned)
+        except ValueError as exc:
+            raise InvalidInput(str(exc)) from exc
+
+
+class SearchRequest(RecallRequest):
+    """A recall request plus the ranking ``mode``.
+
+    ``hybrid`` (vector + BM25, the default), ``vector``, ``text`` (BM25) or
+    ``hybrid_expanded`` (hybrid, then each candidate lifted by 0.1 x its best
+    related candidate: relations, heading parent, same section).
+    """
+
+    mode: SearchMode = "hybrid"
+
+
+class HitOut(msgspec.Struct):
+    """One ranked memory.
+
+    ``score``: fused score that ranks the hit (in hybrid search with the
+    neighbour smoothing of ``tribal_memory.retrieval.fusion``). ``vector_score``: in
+    hybrid search the cosine min-max normalised over the vector candidates, in
+    ``vector`` mode the cosine clipped to [0, 1] (null when not a vector
+    candidate). ``text_score``: in hybrid search BM25 min-max normalised over
+    the BM25 candidates, in ``text`` mode BM25 over the query's best (null when
+    not a BM25 candidate or BM25 did not run). All in [0, 1], higher is better;
+    ``rank`` is 1-based.
+
+    What the learned layer did (neutral on plain search): ``cached``: served
+    from the query cache. ``expanded_from``: the query variant whose BM25
+    match raised the hit (null: the query itself). ``boost``: score added by
+    feedback (similar past queries and usage priors), in
+    [-(max_penalty + skip_prior_weight), max_boost].
+    ``anchor_match``: match of the query against the memory's anchors, in
+    [0, 1] (null: no anchor matched).
+    """
+
+    memory_id: str
+    content: str
+    owner: str
+    kind: str
+    tags: list[str]
+    source: str | None
+    score: float
+    vector_score: float | None
+    text_score: float | None
+    rank: int
+    metadata: dict[str, Any]
+    created_at: datetime
+    updated_at: datetime
+    event_time: datetime | None
+    doc_id: str | None
+    chunk_index: int | None
+    parent_id: str | None
+    cached: bool
+    expanded_from: str | None
+    boost: float
+    anchor_match: float | None
+
+
+class ChunkContextOut(msgspec.Struct):
+    """Surroundings of the chunk hit ``memory_id``, each null when there is none.
+
+    ``parent``: the memory its ``parent_id`` names (the chunk opening its
+    section, or for a section's first chunk the one opening the enclosing
+    section). ``previous``/``next``: the chunks around it in the same document
+    and section. Only memories of the hit's owner visible to the search appear.
+    """
+
+    memory_id: str
+    parent: MemoryOut | None
+    previous: MemoryOut | None
+    next: MemoryOut | None
+
+
+class SearchOut(msgspec.Struct):
+    """Hits in rank order (empty: nothing matched) and how they were found.
+
+    ``fallback`` is ``"vector"`` when a hybrid search ran on embeddings alone
+    (too few memories for BM25), else null. ``took_ms``: server time in
+    milliseconds. ``variant``: ``learned`` when learned parts ranked the hits,
+    else ``baseline``. ``cached``: the query cache answered. ``retrieval_id``:
+    the logged retrieval to send feedback for (null unless ``feedback`` was asked).
+    ``context``: with ``"context": true``, one entry per document chunk hit
+    that has a parent or neighbour, in hit order (empty otherwise).
+    """
+
+    hits: list[HitOut]
+    mode: SearchMode
+    fallback: Literal["vector"] | None
+    took_ms: float
+    variant: Variant
+    cached: bool
+    retrieval_id: str | None
+    context: list[ChunkContextOut] = msgspec.field(default_factory=list)
+
+
+# -- the learned layer ------------------------------------------------------------
+
+
+class FeedbackRequest(_Request):
+    """Which hits of a logged retrieval were used (``[]``: none was useful).
+
+    ``owner``: when given, only that owner's retrievals are visible.
+    """
+
+    retrieval_id: str
+    used_ids: list[str]
+    owner: str | None = None
+
+
+class FeedbackOut(msgspec.Struct):
+    """Outcome of usage feedback.
+
+    ``used``/``unused``: memory ids of the retrieval reported used and not
+    used. ``duplicate``: the same feedback had been recorded before (nothing
+    applied twice). ``anchors_created``: anchors that became active through it.
+    """
+
+    retrieval_id: str
+    used: list[str]
+    unused: list[str]
+    duplicate: bool
+    anchors_created: int
+
+
+class AnchorRequest(_Request):
+    """A question the memory answers, attached as a manual anchor (active at once)."""
+
+    text: str
+
+
+class AnchorOut(msgspec.Struct):
+    """A query text attached to a memory so the memory is found by it.
+
+    ``source``: ``manual`` (added by hand) or ``learned`` (from feedback,
+    ``active`` once used often enough). ``confidence`` in [0, 1]: 1.0 for
+    manual anchors, else the share of the needed uses reached. ``owner``:
+    whose searches use it (``shared``: everyone's).
+    """
+
+    memory_id: str
+    text: str
+    source: Literal["manual", "learned", "llm"]
+    confidence: float
+    uses: int
+    active: bool
+    created_at: datetime
+    owner: str
+
+
+class AnchorsOut(msgspec.Struct):
+    """Anchors of one memory, active and pending, most used first (empty: none)."""
+
+    anchors: list[AnchorOut]
+
+
+class VariantRequest(_Request):
+    """The A/B variant to pin an owner to: ``learned`` or ``baseline`` (plain search)."""
+
+    variant: Variant
+
+
+class VariantOut(msgspec.Struct):
+    """The A/B variant that serves ``owner`` (its pin, else the default)."""
+
+    owner: str
+    variant: Variant
+
+
+# -- relations ------------------------------------------------------------------
+
+
+class RelateRequest(_Request):
+    """The edge ``source_id -[type]-> target_id`` with a weight >= 0."""
+
+    source_id: str
+    target_id: str
+    type: str
+    weight: Annotated[float, msgspec.Meta(ge=0.0)] = 1.0
+
+
+class RelationKey(_Request):
+    """Identifies one edge."""
+
+    source_id: str
+    target_id: str
+    type: str
+
+
+class RelationOut(msgspec.Struct):
+    """A directed, typed, weighted edge between two memories."""
+
+    source_id: str
+    target_id: str
+    type: str
+    weight: float
+    created_at: datetime
+
+
+class RelationsOut(msgspec.Struct):
+    """Edges touching a memory (either direction), newest first."""
+
+    relations: list[RelationOut]
+
+
+class NeighborOut(msgspec.Struct):
+    """A memory ``steps`` hops away, reached over the relation ``via``."""
+
+    memory: MemoryOut
+    steps: int
+    via: RelationOut
+
+
+class NeighborsOut(msgspec.Struct):
+    """Memories reached by breadth-first search, nearest first (empty: none)."""
+
+    neighbors: list[NeighborOut]
+
+
+# -- stats and health -----------------------------------------------------------
+
+
+class StatsOut(msgspec.Struct):
+    """Counts (per owner, per kind), relation count, model and index state.
+
+    Table health (what slows searches; ``tribal-memory optimize`` brings it
+    down): ``fragments``, ``small_fragments``, ``unindexed_rows`` (rows the
+    full-text and scalar indexes lack yet) and ``versions`` kept on disk.
+    """
+
+    memories: int
+    owners: dict[str, int]
+    kinds: dict[str, int]
+    relations: int
+    embedding_model: str
+    embedding_dim: int
+    fts_indexed: bool
+    ann_indexed: bool
+    table_version: int
+    fragments: int
+    small_fragments: int
+    unindexed_rows: int
+    versions: int
+
+
+class UsageOut(msgspec.Struct):
+    """Counts and rates over a set of retrievals; rates in [0, 1] (0.0 over no retrievals).
+
+    ``usage_rate``: share of retrievals with feedback where some hit was used.
+    ``retrieval_to_usage``: used hits over returned hits in those retrievals.
+    ``cache_hit_rate``: share of retrievals the query cache answered.
+    """
+
+    retrievals: int
+    with_feedback: int
+    cache_hits: int
+    usage_rate: float
+    retrieval_to_usage: float
+    cache_hit_rate: float
+
+
+class CurvePointOut(msgspec.Struct):
+    """Usage in one period (``period``: ISO date of the day, or of the Monday of the week).
+
+    The counts and rates mean what they mean in :class:`UsageOut`.
+    """
+
+    period: str
+    retrievals: int
+    with_feedback: int
+    cache_hits: int
+    usage_rate: float
+    retrieval_to_usage: float
+    cache_hit_rate: float
+
+
+class RetrievalStatsOut(msgspec.Struct):
+    """What the learned layer did and how often its answers were used.
+
+    ``overall`` and ``variants`` (``learned``/``baseline``, those seen) count
+    retrievals. ``expansion_lift``: used rate of hits raised by a query
+    variant minus that of the others, in [-1, 1] (null without expanded hits).
+    ``learning_curve``: one point per day or week, oldest first.
+    ``cache_entries``/``cache_eligible``: queries with feedback, and those the
+    cache answers. ``weights``: learned (query, memory) weights. ``anchors``:
+    anchors of all memories. ``llm_calls``/``llm_failures``/``counters``:
+    counts in this server process since it started.
+    """
+
+    overall: UsageOut
+    variants: dict[str, UsageOut]
+    expansion_lift: float | None
+    expanded_hits: int
+    learning_curve: list[CurvePointOut]
+    cache_entries: int
+    cache_eligible: int
+    weights: int
+    anchors: int
+    llm_calls: int
+    llm_failures: int
+    counters: dict[str, int]
+
+
+class HealthOut(msgspec.Struct):
+    """Liveness: ``status`` is ``ok`` whenever the server answers."""
+
+    status: Literal["ok"]
+    version: str
+    embedding_model: str
+    embedding_dim: int
+
+
+# -- export and import -------------------------------------------------------------
+
+
+class TransferCountsOut(msgspec.Struct):
+    """Outcome for one kind of imported record.
+
+    ``created``: written. ``skipped``: already there (same memory id or
+    primary key), left as it was. ``orphaned``: not written because a memory
+    it refers to is neither in the file nor in this instance.
+    """
+
+    created: int
+    skipped: int
+    orphaned: int
+
+
+class ImportOut(msgspec.Struct):
+    """What ``POST /v1/import`` did.
+
+    ``embedding_model``/``embedding_dim``: the model of the file's vectors.
+    ``reembedded``: memories embedded again because that model differs from
+    this server's (0: the stored vectors were kept). ``rows``: per learned
+    table (``query_cache``, ``fact_anchors``, ...).
+    """
+
+    embedding_model: str
+    embedding_dim: int
+    reembedded: int
+    memories: TransferCountsOut
+    relations: TransferCountsOut
+    rows: dict[str, TransferCountsOut]

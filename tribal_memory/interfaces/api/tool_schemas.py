@@ -1,0 +1,267 @@
+"""Bodies of the agent-tool routes (``/v1/tools/...``) and of ``POST /v1/context``.
+
+The tool bodies mirror OpenClaw's memory-core tools: camelCase fields, numbers
+that may arrive as floats, and unknown fields ignored (OpenClaw sends
+``corpus``, for one), so a plugin can forward its tool calls unchanged. The
+answers are the dicts of :mod:`tribal_memory.interfaces.tools`; the Structs here
+describe them for OpenAPI and check them on the way out. Fields with a
+default are left out of an answer when they hold it (``fallback`` appears
+only when search fell back, ``disabled``/``error`` only when it was off).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+import msgspec
+
+Score = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
+
+
+# -- memory_search --------------------------------------------------------------------
+
+
+class MemorySearchIn(msgspec.Struct):
+    """The arguments of ``memory_search``.
+
+    ``query``; ``maxResults`` (default 6, capped at ``max_k``; floats floored);
+    ``minScore`` (default 0.35, clamped to [0, 1]); ``corpus`` (``memory``, ``all``,
+    ``wiki``, ``sessions``); ``citations`` (``auto``, ``on``, ``off``); ``sessionId``:
+    the agent task (feedback on any search of it may name what another returned).
+    Other fields are ignored.
+    """
+
+    query: str
+    maxResults: float | None = None
+    minScore: float | None = None
+    corpus: str | None = None
+    citations: str | None = None
+    sessionId: str | None = None
+
+
+class MemorySearchResultOut(msgspec.Struct, omit_defaults=True):
+    """One hit of ``memory_search``.
+
+    Its virtual ``path`` and 1-based inclusive lines, fused ``score`` in
+    [0, 1] (higher is better) and its parts ``vectorScore`` and ``textScore`` (each
+    on [0, 1], 0 when that part did not find it), ``snippet`` (its text, at most
+    700 characters, then ``Source: <citation>`` when citations are on), ``source``
+    and ``corpus`` (always ``memory``), and ``citation`` (``<path>#L<a>-L<b>``,
+    ``#L<a>`` for one line; absent when citations are off).
+    """
+
+    path: str
+    startLine: int
+    endLine: int
+    score: Score
+    vectorScore: Score
+    textScore: Score
+    snippet: str
+    source: Literal["memory"]
+    corpus: Literal["memory"]
+    citation: str | None = None
+
+
+class CorpusOutcomeOut(msgspec.Struct):
+    """How one requested corpus went (``not-registered``: not held here)."""
+
+    corpus: str
+    outcome: str
+
+
+class MemorySearchOut(msgspec.Struct, omit_defaults=True):
+    """The answer of ``memory_search``: hits best first (empty: nothing matched).
+
+    When search is unavailable:
+    ``{results: [], disabled: true, unavailable: true, error, warning, action}``.
+
+    ``provider``: ``tribal-memory``. ``model``: the embedding model id.
+    ``mode``: ``hybrid``, or ``vector-only`` when BM25 could not run yet.
+    ``citations``: the citation mode applied. ``retrievalId``: pass it to
+    ``memory_feedback``. ``corpora`` and ``warning``: a requested corpus this
+    server does not hold.
+    """
+
+    results: list[MemorySearchResultOut]
+    provider: str | None = None
+    model: str | None = None
+    mode: str | None = None
+    citations: str | None = None
+    retrievalId: str | None = None
+    corpora: list[CorpusOutcomeOut] | None = None
+    disabled: bool = False
+    unavailable: bool = False
+    error: str | None = None
+    warning: str | None = None
+    action: str | None = None
+
+
+# -- memory_get -------------------------------------------------------------------------
+
+
+class MemoryGetIn(msgspec.Struct):
+    """The arguments of ``memory_get``.
+
+    ``path`` (from memory_search, or ``memory/<id>.md``); ``from``: first line,
+    1-based; ``lines``: how many (default 120); ``corpus`` (``memory``, ``all``,
+    ``wiki``). Other fields are ignored.
+    """
+
+    path: str
+    from_: float | None = msgspec.field(default=None, name="from")
+    lines: float | None = None
+    corpus: str | None = None
+
+
+class MemoryGetOut(msgspec.Struct, omit_defaults=True):
+    """The answer of ``memory_get``.
+
+    ``status``: ``ok`` (``text`` read), ``not_found`` (unknown or invisible path)
+    or ``error`` (``code`` and ``error`` say why). With ``ok``: ``from`` and
+    ``lines`` (the lines ``text`` holds); when more follows, ``truncated`` and
+    ``nextFrom`` (the line to continue from; absent when one line was cut).
+    """
+
+    status: Literal["ok", "not_found", "error"]
+    text: str
+    path: str
+    from_: int | None = msgspec.field(default=None, name="from")
+    lines: int | None = None
+    truncated: bool = False
+    nextFrom: int | None = None
+    code: str | None = None
+    error: str | None = None
+
+
+# -- memory_feedback ----------------------------------------------------------------------
+
+
+class MemoryFeedbackIn(msgspec.Struct):
+    """The arguments of ``memory_feedback``.
+
+    The ``retrievalId`` of a memory_search and the result paths the agent used
+    (``[]``: none was useful). Other fields are ignored.
+    """
+
+    retrievalId: str
+    usedPaths: list[str]
+
+
+class MemoryFeedbackOut(msgspec.Struct):
+    """The answer of ``memory_feedback``: what was recorded.
+
+    The paths recognised as used, the paths ignored (not among the
+    retrieval's results), the memory ids reported used, whether this repeated
+    earlier feedback, and the anchors it activated.
+    """
+
+    retrievalId: str
+    usedPaths: list[str]
+    ignoredPaths: list[str]
+    usedIds: list[str]
+    duplicate: bool
+    anchorsCreated: int
+
+
+# -- knowledge context ------------------------------------------------------------------
+
+
+class ContextRequest(msgspec.Struct, forbid_unknown_fields=True):
+    """A prompt to build a ``<knowledge-graph>`` block for.
+
+    ``agent_id``: the agent (its memories plus shared ones; null: every
+    owner). ``top_k`` (>= 1) hits with fused score >= ``min_score``;
+    ``include_neighbors`` adds related notes; ``max_tokens`` overrides the
+    ``context_max_tokens`` setting.
+    """
+
+    prompt: str
+    agent_id: str | None = None
+    top_k: int = 3
+    min_score: Score = 0.3
+    include_neighbors: bool = True
+    max_tokens: Annotated[int, msgspec.Meta(ge=1)] | None = None
+
+
+class ContextItemOut(msgspec.Struct):
+    """A memory in the knowledge block.
+
+    Label, title, owner, virtual path and lines, ``score`` in [0, 1] for hits
+    (null for neighbours), and ``via`` for neighbours (a relation type,
+    ``same_document`` or ``tag:<name>``; null for hits).
+    """
+
+    memory_id: str
+    label: str
+    title: str
+    owner: str
+    path: str
+    start_line: int
+    end_line: int
+    score: float | None
+    via: str | None
+
+
+class ContextOut(msgspec.Struct):
+    """The answer of ``POST /v1/context``.
+
+    The block (``""`` when skipped: ``skipped_reason`` is ``prompt_too_short``,
+    ``already_injected``, ``no_match`` or ``budget_too_small``), the
+    ``retrieval_id`` to send feedback for (null when no search ran), the hits
+    and neighbours shown, and the block's size in tokens.
+    """
+
+    context: str
+    skipped_reason: str | None
+    retrieval_id: str | None
+    hits: list[ContextItemOut]
+    neighbors: list[ContextItemOut]
+    tokens: int
+
+
+# -- memory_graph ---------------------------------------------------------------------
+
+
+class MemoryGraphIn(msgspec.Struct):
+    """The arguments of ``memory_graph``.
+
+    ``operation`` (``neighbors``, ``intersection``, ``search``); ``ids``: one memory
+    id (neighbors, search) or 2 to 16 (intersection); ``steps`` (1 to 5, default 1);
+    ``types``: relation types to follow (default all); ``block``: relation types and
+    memory kinds never passed through; ``query`` (search); ``maxResults`` (default 10,
+    capped at ``max_k``). Other fields are ignored.
+    """
+
+    operation: str
+    ids: list[str]
+    steps: float | None = None
+    types: list[str] | None = None
+    block: list[str] | None = None
+    query: str | None = None
+    maxResults: float | None = None
+
+
+class GraphMemoryOut(msgspec.Struct, omit_defaults=True):
+    """One memory ``memory_graph`` found.
+
+    Its id, virtual ``path`` (``memory_get`` reads it), ``snippet`` (its text, at
+    most 700 characters), owner and kind. ``steps``: neighbors, its hop count;
+    intersection, its hop counts from each id in order. ``via``: neighbors, the
+    relation type that reached it. ``score``: search, in [0, 1], higher is better.
+    """
+
+    memoryId: str
+    path: str
+    snippet: str
+    owner: str
+    kind: str
+    steps: int | list[int] | None = None
+    via: str | None = None
+    score: Score | None = None
+
+
+class MemoryGraphOut(msgspec.Struct):
+    """The operation run and the memories it found (nearest or best first; empty: none)."""
+
+    operation: str
+    memories: list[GraphMemoryOut]

@@ -1,0 +1,314 @@
+"""``tribal-memory bench``: benchmark sub-commands."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from tribal_memory.interfaces.cli.root import DataDirOption, JsonOption, _Run, app
+
+bench_app = typer.Typer(help="Benchmarks.", no_args_is_help=True)
+app.add_typer(bench_app, name="bench")
+
+_BENCH_COLUMNS = ("recall@5", "recall@10", "recall@25", "hit@10", "mrr", "p50_ms", "p95_ms")
+
+
+@bench_app.command("locomo")
+def bench_locomo(
+    ctx: typer.Context,
+    path: Annotated[Path, typer.Argument(help="A LoCoMo-format JSON file.")],
+    out: Annotated[Path | None, typer.Option("--out", help="Write the JSON report here.")] = None,
+    limit_samples: Annotated[
+        int | None, typer.Option(min=1, help="Only the first N conversations.")
+    ] = None,
+    data_dir: DataDirOption = None,
+    json_out: JsonOption = None,
+) -> None:
+    """Retrieval benchmark on LoCoMo: recall@k, hit@10, MRR and latency per variant."""
+    run = _Run(ctx, data_dir, json_out)
+    from tribal_memory.bench.locomo import run_locomo_bench
+
+    report = run_locomo_bench(path, out, limit_samples=limit_samples, progress=not run.json)
+    if run.json:
+        run.emit(report)
+        return
+    table = Table(
+        "variant", *_BENCH_COLUMNS, title=f"{path.name}: {report.get('n_questions')} questions"
+    )
+    for name, metrics in report.get("variants", {}).items():
+        table.add_row(name, *(_metric(metrics.get(column), column) for column in _BENCH_COLUMNS))
+    run.out.print(table)
+    run.out.print(f"ingest: {report.get('ingest_per_s')} memories/s")
+    if out is not None:
+        run.out.print(f"report written to {out}")
+
+
+def _metric(value: object, column: str) -> str:
+    if not isinstance(value, int | float):
+        return "-"
+    return f"{value:.1f}" if column.endswith("_ms") else f"{value:.3f}"
+
+
+_LEARN_COLUMNS = (
+    "n",
+    "recall@5",
+    "recall@10",
+    "recall@25",
+    "hit@5",
+    "mrr",
+    "used_in_top10",
+    "p50_ms",
+)
+
+
+@bench_app.command("learn")
+def bench_learn(
+    ctx: typer.Context,
+    path: Annotated[
+        Path | None, typer.Argument(help="A LoCoMo-format JSON file (omit with --suite).")
+    ] = None,
+    suite: Annotated[
+        str | None,
+        typer.Option("--suite", help="A suite shipped with the project, e.g. team-facts."),
+    ] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Write the JSON report here.")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the question split.")] = 0,
+    rounds: Annotated[int, typer.Option(min=1, help="Times each fed question is replayed.")] = 3,
+    feedback_k: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="Hits the replaying agent is shown; gold among them is reported used "
+            "(over 10: an oracle, labelled so).",
+        ),
+    ] = 10,
+    feedback: Annotated[
+        str,
+        typer.Option(
+            "--feedback",
+            help="shown: report the gold among the hits shown; session: also search "
+            "again (question + answer) in the same session and report what that found.",
+        ),
+    ] = "shown",
+    limit_samples: Annotated[
+        int | None, typer.Option(min=1, help="Only the first N conversations.")
+    ] = None,
+    agents: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            max=2,
+            help="2: the memories are shared, agent A gives the feedback and agent B "
+            "asks the new questions too (team learning, other_agent in the report).",
+        ),
+    ] = 1,
+    data_dir: DataDirOption = None,
+    json_out: JsonOption = None,
+) -> None:
+    """Learning benchmark: feed back half the questions, measure new, repeated, reworded."""
+    run = _Run(ctx, data_dir, json_out)
+    from tribal_memory.base.errors import InvalidInput
+    from tribal_memory.bench.learn import locomo_stores, run_learn_bench, suite_stores
+
+    if (path is None) == (suite is None):
+        raise InvalidInput("give either a LoCoMo-format PATH or --suite NAME")
+    if feedback not in ("shown", "session"):
+        raise InvalidInput(f"--feedback must be shown or session, not {feedback!r}")
+    if suite is not None:
+        stores, dataset, protocol = suite_stores(suite, seed), suite, "feedback-phrasing"
+    else:
+        assert path is not None
+        stores = locomo_stores(path, seed, limit_samples)
+        dataset, protocol = str(path), "feedback-half"
+    report = run_learn_bench(
+        stores,
+        dataset=dataset,
+        protocol=protocol,
+        seed=seed,
+        out=out,
+        rounds=rounds,
+        feedback_k=feedback_k,
+        session=feedback == "session",
+        agents=agents,
+        log=None if run.json else run.out.print,
+    )
+    if run.json:
+        run.emit(report)
+        return
+    for set_name in ("new", "new_fed", "new_unfed", "repeat", "reword"):
+        table = Table("variant", *_LEARN_COLUMNS, "cache hits", "false hits", title=set_name)
+        for name, sets in report["variants"].items():
+            metrics = sets[set_name]
+            table.add_row(
+                name,
+                *(
+                    _metric(metrics.get(c), c) if c != "n" else str(metrics["n"])
+                    for c in _LEARN_COLUMNS
+                ),
+                f"{metrics['cache_hit_rate']:.3f}",
+                f"{metrics['false_hit_rate']:.3f}",
+            )
+        run.out.print(table)
+    if agents == 2:
+        table = Table("variant", *_LEARN_COLUMNS, title="other agent (gave no feedback)")
+        for name, sets in report["variants"].items():
+            for set_name in ("new", "new_fed", "new_unfed"):
+                metrics = sets["other_agent"][set_name]
+                table.add_row(
+                    f"{name} {set_name}",
+                    *(
+                        _metric(metrics.get(c), c) if c != "n" else str(metrics["n"])
+                        for c in _LEARN_COLUMNS
+                    ),
+                )
+        run.out.print(table)
+    run.out.print(
+        f"feedback: {report['feedback']} (top {report['feedback_k']} shown); coverage "
+        f"{report['feedback_coverage']:.3f} of fed gold evidence"
+    )
+    after = report["after_feedback"]
+    run.out.print(
+        f"after feedback: plain search p50 {after['search_p50_ms']} ms, "
+        f"learned search p50 {after['learned_p50_ms']} ms"
+    )
+    for target in report["targets"]:
+        mark = "met" if target["met"] else "NOT met"
+        run.out.print(f"{mark:8s} {target['name']}: {target['value']} (target {target['target']})")
+    if out is not None:
+        run.out.print(f"report written to {out}")
+
+
+_PERF_COLUMNS = (
+    ("search_p50_ms", "p50 ms"),
+    ("search_p95_ms", "p95 ms"),
+    ("filtered_p50_ms", "5% p50"),
+    ("cache_hit_p50_ms", "cache p50"),
+    ("after_feedback_search_p50_ms", "fed p50"),
+    ("after_feedback_learned_p50_ms", "fed learned p50"),
+    ("after_feedback_interleaved_p50_ms", "after each feedback p50"),
+    ("query_embed_p50_ms", "embed ms"),
+    ("baseline_search_p50_ms", "plain p50"),
+    ("capture_per_s", "capture/s"),
+    ("embed_per_s", "embed/s"),
+    ("rss_mb", "RSS MiB"),
+)
+
+
+def _sizes(text: str) -> list[int]:
+    from tribal_memory.base.errors import InvalidInput
+
+    try:
+        sizes = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError as exc:
+        raise InvalidInput(f"--sizes must be comma-separated integers, not {text!r}") from exc
+    if not sizes:
+        raise InvalidInput("--sizes must name at least one size")
+    return sizes
+
+
+@bench_app.command("perf")
+def bench_perf(
+    ctx: typer.Context,
+    out: Annotated[Path | None, typer.Option("--out", help="Write the JSON report here.")] = None,
+    sizes: Annotated[
+        str, typer.Option("--sizes", help="Comma-separated store sizes (memories).")
+    ] = "10000",
+    cache_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--cache-dir",
+            help="Cache of corpus embeddings (default: the user cache dir).",
+            file_okay=False,
+        ),
+    ] = None,
+    samples: Annotated[int, typer.Option(min=5, help="Timed requests per latency.")] = 300,
+    warmup: Annotated[int, typer.Option(min=0, help="Untimed requests before each.")] = 30,
+    capture_n: Annotated[
+        int,
+        typer.Option(
+            "--capture-n",
+            min=2,
+            help="New facts for capture throughput (half with, half without the "
+            "near-duplicate check).",
+        ),
+    ] = 2048,
+    clients: Annotated[int, typer.Option(min=0, help="Concurrent locust clients (0: skip).")] = 16,
+    locust_s: Annotated[
+        int, typer.Option("--locust-s", min=1, help="Seconds of the locust run.")
+    ] = 20,
+    feedback_searches: Annotated[
+        int,
+        typer.Option(
+            "--feedback-searches",
+            min=0,
+            help="Searches with feedback replayed on each built store before the "
+            "after-feedback latencies (0: skip).",
+        ),
+    ] = 3000,
+    seed: Annotated[int, typer.Option(help="Seed of the generated corpus.")] = 0,
+    profile: Annotated[
+        Path | None,
+        typer.Option(
+            "--profile",
+            help="Profile in-process search at the smallest size; "
+            "write pyinstrument's report here.",
+        ),
+    ] = None,
+    json_out: JsonOption = None,
+) -> None:
+    """Speed and memory of a real server process: search, cache hit, capture, RSS, load."""
+    run = _Run(ctx, None, json_out)
+    from tribal_memory.bench.perf import run_perf_bench
+
+    report = run_perf_bench(
+        _sizes(sizes),
+        out,
+        cache_dir=cache_dir,
+        samples=samples,
+        warmup=warmup,
+        capture_n=capture_n,
+        clients=clients,
+        locust_s=locust_s,
+        feedback_searches=feedback_searches,
+        seed=seed,
+        profile=profile,
+        command=" ".join(["tribal-memory", *sys.argv[1:]]),
+        log=None if run.json else run.err.print,
+    )
+    if run.json:
+        run.emit(report)
+        return
+    machine = report["machine"]
+    run.out.print(
+        f"{machine['cpu']}, {machine['cores']} cores, {machine['ram_gib']} GiB; "
+        f"load average at start {machine['load_avg_1_5_15_at_start']}"
+    )
+    table = Table("memories", *(label for _, label in _PERF_COLUMNS), title="bench perf")
+    for size, figures in report["sizes"].items():
+        table.add_row(size, *(_perf_value(figures.get(c)) for c, _ in _PERF_COLUMNS))
+    run.out.print(table)
+    for size, figures in report["sizes"].items():
+        run.out.print(
+            f"@{size}: search p50 is {figures['search_vs_baseline_p50']:.2f}x the plain "
+            f"baseline's (numpy cosine + rank-bm25); capture is "
+            f"{figures['capture_vs_embed']:.2f}x raw embedding"
+        )
+    concurrent = report.get("concurrent")
+    if concurrent:
+        run.out.print(
+            f"{concurrent['clients']} clients: {concurrent['rps']} requests/s, "
+            f"p99 {concurrent['p99_ms']} ms, {concurrent['errors']} errors"
+        )
+    for target in report["targets"]:
+        mark = "met" if target["met"] else "NOT met"
+        run.out.print(f"{mark:8s} {target['name']}: {target['value']} (target {target['target']})")
+    if out is not None:
+        run.out.print(f"report written to {out}")
+
+
+def _perf_value(value: object) -> str:
+    return f"{value:.1f}" if isinstance(value, int | float) else "-"

@@ -1,0 +1,422 @@
+"""The MCP server: the memory tools for any MCP client.
+
+``memory_search``, ``memory_get``, ``memory_feedback``, ``memory_capture`` and
+``memory_graph``.
+
+Built on the official ``mcp`` SDK's low-level :class:`mcp.server.Server`
+(explicit JSON input schemas, results as JSON text plus structured content).
+The tools run against a :class:`ToolBackend`: :class:`ServiceBackend` calls
+:mod:`tribal_memory.interfaces.tools` on an open :class:`MemoryService` in this process;
+:class:`HttpBackend` forwards each call to a running tribal-memory server
+(``POST /v1/tools/<name>``; ``POST /v1/memories`` for capture). Either way the
+answers have the shapes documented in :mod:`tribal_memory.interfaces.tools` (and
+:mod:`tribal_memory.interfaces.graph_tool` for ``memory_graph``).
+
+A failed call is an MCP tool error (``isError: true``) whose text is
+``{"error": code, "detail": message}``; the server itself never stops on one.
+Transports: stdio (:func:`serve_stdio`) and streamable HTTP at ``/mcp``
+(:func:`serve_http`).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+import anyio.to_thread
+import httpx
+import mcp_types as types
+from mcp.server import Server, ServerRequestContext
+from mcp.server.stdio import stdio_server
+from mcp.server.transport_security import TransportSecuritySettings
+
+from tribal_memory import __version__
+from tribal_memory.base.errors import (
+    Conflict,
+    InvalidInput,
+    NotFound,
+    StoreUnavailable,
+    TooLarge,
+    TribalError,
+)
+from tribal_memory.base.models import SHARED_OWNER
+from tribal_memory.interfaces import tools
+from tribal_memory.interfaces.graph_tool import memory_graph
+from tribal_memory.service.memory_service import MemoryService
+
+logger = logging.getLogger("tribal_memory.interfaces.mcp")
+
+SERVER_NAME = "tribal-memory"
+MCP_PATH = "/mcp"
+"""Path of the streamable HTTP endpoint."""
+INSTRUCTIONS = (
+    "Long-term memory shared by agents. Call memory_search before answering questions about "
+    "prior work, decisions, people, preferences or facts; read more with memory_get; after "
+    "answering, call memory_feedback with the paths you used so retrieval improves; store new "
+    "durable facts with memory_capture; explore related memories with memory_graph."
+)
+
+GRAPH_TOOL = "memory_graph"
+"""The graph tool (:mod:`tribal_memory.interfaces.graph_tool`), served beside the slot tools."""
+
+TOOLS: tuple[types.Tool, ...] = (
+    types.Tool(
+        name="memory_search",
+        description=(
+            "Search long-term memory (hybrid semantic + keyword) before answering questions "
+            "about prior work, decisions, dates, people, preferences or todos. Returns the best "
+            "snippets with a path and line range, a score in [0, 1] and a retrievalId to pass "
+            "to memory_feedback. If the answer has disabled=true, memory is unavailable: say so."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "description": "What to look for."},
+                "maxResults": {
+                    "type": "number",
+                    "minimum": 1,
+                    "description": "Most results (default 6).",
+                },
+                "minScore": {
+                    "type": "number",
+                    "description": "Least score of a result, in [0, 1] (default 0.35).",
+                },
+                "sessionId": {
+                    "type": "string",
+                    "description": (
+                        "The task this search belongs to: memory_feedback on any search of "
+                        "the task may name paths another search of it returned."
+                    ),
+                },
+            },
+            "required": ["query"],
+        },
+    ),
+    types.Tool(
+        name="memory_get",
+        description=(
+            "Read a memory or document by the path memory_search returned, optionally only "
+            "some lines (from: first line, 1-based; lines: how many, default 120), to keep "
+            "context small. status=ok means the text was read (truncated=true: continue from "
+            "nextFrom); status=not_found means no such path."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "A path from memory_search."},
+                "from": {"type": "number", "minimum": 1, "description": "First line (1-based)."},
+                "lines": {"type": "number", "minimum": 1, "description": "How many lines."},
+            },
+            "required": ["path"],
+        },
+    ),
+    types.Tool(
+        name="memory_feedback",
+        description=(
+            "After answering, report which memory_search results you actually used (their "
+            "paths; [] if none helped). Memory learns from this and answers better next time."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "retrievalId": {"type": "string", "description": "From memory_search."},
+                "usedPaths": {
+                    "type": "array",
+                    "items": {"type": "string"},
+                    "description": "Paths of the results you used.",
+                },
+            },
+            "required": ["retrievalId", "usedPaths"],
+        },
+    ),
+    types.Tool(
+        name="memory_capture",
+        description=(
+            "Store a durable fact, decision or preference in long-term memory (one short, "
+            "self-contained statement). Storing the same text again changes nothing."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "content": {"type": "string", "description": "The fact to remember."},
+                "tags": {
+                    "type": "array",
+                    "items": {"type": "string"},
+                    "description": "Optional labels, e.g. decision, preference.",
+                },
+                "source": {"type": "string", "description": "Where it came from (optional)."},
+            },
+            "required": ["content"],
+        },
+    ),
+    types.Tool(
+        name="memory_graph",
+        description=(
+            "Query the graph of related memories. operation=neighbors: memories within steps "
+            "hops of ids[0]; intersection: memories within steps hops of every one of ids (what "
+            "connects them); search: hybrid search for query restricted to ids[0] and its "
+            "neighbourhood. Narrow the walk with types (relation types to follow) and block "
+            "(relation types or memory kinds never passed through)."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "operation": {"type": "string", "enum": ["neighbors", "intersection", "search"]},
+                "ids": {
+                    "type": "array",
+                    "items": {"type": "string"},
+                    "description": "Memory ids: one (neighbors, search) or 2 to 16 (intersection).",
+                },
+                "steps": {
+                    "type": "number",
+                    "minimum": 1,
+                    "maximum": 5,
+                    "description": "Most hops over relations (default 1).",
+                },
+                "types": {
+                    "type": "array",
+                    "items": {"type": "string"},
+                    "description": "Follow only relations of these types (default: all).",
+                },
+                "block": {
+                    "type": "array",
+                    "items": {"type": "string"},
+                    "description": "Relation types and memory kinds never passed through.",
+                },
+                "query": {"type": "string", "description": "What to look for (search only)."},
+                "maxResults": {
+                    "type": "number",
+                    "minimum": 1,
+                    "description": "Most memories (default 10).",
+                },
+            },
+            "required": ["operation", "ids"],
+        },
+    ),
+)
+"""The tools listed to clients, with their descriptions and input schemas."""
+
+
+class ToolBackend(Protocol):
+    """Runs one tool call; the MCP server calls it from a worker thread."""
+
+    def call(self, name: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        """The tool's answer (a JSON-able dict shaped as :mod:`tribal_memory.interfaces.tools`).
+
+        Raises:
+            TribalError: the call failed (its ``code`` and ``detail`` reach the client).
+        """
+        ...
+
+    def close(self) -> None:
+        """Release what the backend holds."""
+        ...
+
+
+class ServiceBackend:
+    """Tools over a :class:`MemoryService` in this process.
+
+    Args:
+        service: An open service (closed by the caller, not by :meth:`close`).
+        owner: The agent the tools act for (None: every owner; capture as ``shared``).
+    """
+
+    def __init__(self, service: MemoryService, owner: str | None) -> None:
+        self.service = service
+        self.owner = owner
+
+    def call(self, name: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        """See :meth:`ToolBackend.call`."""
+        if name == GRAPH_TOOL:
+            return memory_graph(self.service, arguments, owner=self.owner)
+        return tools.call_tool(self.service, name, arguments, owner=self.owner)
+
+    def close(self) -> None:
+        """Nothing to release: the service belongs to the caller."""
+
+
+_ERRORS: dict[int, type[TribalError]] = {
+    400: InvalidInput,
+    404: NotFound,
+    409: Conflict,
+    413: TooLarge,
+    503: StoreUnavailable,
+}
+
+
+class HttpBackend:
+    """Tools forwarded to a running tribal-memory server.
+
+    Args:
+        base_url: The server, e.g. ``http://127.0.0.1:18960``.
+        agent: Sent as ``X-Agent-Id`` (the owner the tools act for).
+        api_key: Sent as ``Authorization: Bearer <key>`` when given.
+        timeout_s: Longest wait for one call, in seconds.
+        transport: An httpx transport to use instead of the network (tests).
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        agent: str | None = None,
+        api_key: str | None = None,
+        timeout_s: float = 60.0,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        headers = {"user-agent": f"tribal-memory-mcp/{__version__}"}
+        if agent:
+            headers["x-agent-id"] = agent
+        if api_key:
+            headers["authorization"] = f"Bearer {api_key}"
+        self.base_url = base_url.rstrip("/")
+        self.agent = agent
+        self._client = httpx.Client(
+            base_url=self.base_url, headers=headers, timeout=timeout_s, transport=transport
+        )
+
+    def call(self, name: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        """See :meth:`ToolBackend.call`.
+
+        Raises:
+            StoreUnavailable: the server cannot be reached or did not answer JSON.
+            TribalError: the server's error (by status: InvalidInput, NotFound, ...).
+        """
+        if name == "memory_capture":
+            body = {
+                key: arguments[key] for key in ("content", "tags", "source") if key in arguments
+            }
+            answer = self._post("/v1/memories", {**body, "owner": self.agent or SHARED_OWNER})
+            return tools.capture_answer(
+                str(answer["memory"]["memory_id"]),
+                str(answer["status"]),
+                answer.get("near_duplicate_of"),
+            )
+        if name == GRAPH_TOOL:
+            return self._post(f"/v1/tools/{GRAPH_TOOL}", dict(arguments))
+        if name not in tools.TOOL_NAMES:
+            raise InvalidInput(f"unknown tool {name!r}; known: {', '.join(tools.TOOL_NAMES)}")
+        return self._post(f"/v1/tools/{name}", dict(arguments))
+
+    def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        try:
+            response = self._client.post(path, json=body)
+        except httpx.HTTPError as exc:
+            raise StoreUnavailable(f"cannot reach tribal-memory at {self.base_url}: {exc}") from exc
+        try:
+            answer = response.json()
+        except ValueError as exc:
+            raise StoreUnavailable(
+                f"tribal-memory at {self.base_url} answered {response.status_code} without JSON"
+            ) from exc
+        if response.is_error or not isinstance(answer, dict):
+            detail = answer.get("detail") if isinstance(answer, dict) else None
+            error = _ERRORS.get(response.status_code, TribalError)
+            raise error(str(detail or f"HTTP {response.status_code} from {self.base_url}{path}"))
+        return answer
+
+    def close(self) -> None:
+        """Close the HTTP connection pool."""
+        self._client.close()
+
+
+def _text_result(payload: dict[str, Any], *, is_error: bool = False) -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[types.TextContent(text=json.dumps(payload, ensure_ascii=False))],
+        structured_content=None if is_error else payload,
+        is_error=is_error,
+    )
+
+
+def build_server(backend: ToolBackend) -> Server[Any]:
+    """The MCP server serving :data:`TOOLS` through ``backend``."""
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=list(TOOLS))
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        run = functools.partial(backend.call, params.name, params.arguments or {})
+        try:
+            answer = await anyio.to_thread.run_sync(run)
+        except TribalError as exc:
+            return _text_result({"error": exc.code, "detail": exc.detail}, is_error=True)
+        # A bug must not end the session: report it as a tool error, log the traceback.
+        except Exception:  # noqa: BLE001
+            logger.exception("tool %s failed", params.name)
+            return _text_result(
+                {"error": "internal_error", "detail": "internal error (see the server log)"},
+                is_error=True,
+            )
+        return _text_result(answer)
+
+    return Server(
+        SERVER_NAME,
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+
+
+async def serve_stdio(backend: ToolBackend) -> None:
+    """Serve MCP over stdin/stdout until the client closes the stream."""
+    server = build_server(backend)
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+def transport_security(
+    allowed_hosts: frozenset[str] | None, cors_origins: tuple[str, ...] = ()
+) -> TransportSecuritySettings:
+    """The SDK's DNS-rebinding protection for these host names (any port).
+
+    The SDK turns its check on by itself only for a bind to exactly
+    ``127.0.0.1``, ``localhost`` or ``::1``; this passes it for every bind,
+    e.g. ``127.0.0.2``, with the same names the HTTP API answers for
+    (``Settings.host_allow_list``).
+
+    Args:
+        allowed_hosts: Lower-case host names; None: any host (protection off,
+            as for a bind to all interfaces).
+        cors_origins: Web origins allowed besides ``http(s)://<allowed host>[:port]``.
+
+    Returns:
+        Settings under which another ``Host`` gets 421 and another ``Origin`` 403.
+    """
+    if allowed_hosts is None:
+        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    names = sorted(f"[{h}]" if ":" in h else h for h in allowed_hosts)
+    origins = [
+        f"{scheme}://{n}{port}"
+        for n in names
+        for scheme in ("http", "https")
+        for port in ("", ":*")
+    ]
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[*names, *(f"{n}:*" for n in names)],
+        allowed_origins=[*origins, *cors_origins],
+    )
+
+
+async def serve_http(
+    backend: ToolBackend, *, host: str, port: int, security: TransportSecuritySettings
+) -> None:
+    """Serve MCP over streamable HTTP at ``http://host:port/mcp`` until interrupted.
+
+    ``security``: the Host/Origin check (see :func:`transport_security`).
+    """
+    import uvicorn
+
+    app = build_server(backend).streamable_http_app(
+        streamable_http_path=MCP_PATH, host=host, transport_security=security
+    )
+    config = uvicorn.Config(app, host=host, port=port, log_level="info")
+    await uvicorn.Server(config).serve()

@@ -1,0 +1,726 @@
+"""Agent tools: the OpenClaw memory-slot tools plus ``memory_capture``, transport-free.
+
+Each tool takes the raw arguments of a tool call (the JSON object an agent
+sends; unknown fields are ignored) and the caller's owner, and returns a plain
+JSON-able dict in the tool's wire shape. The HTTP routes under ``/v1/tools/``
+and the MCP server both call :func:`call_tool`, so they answer alike.
+
+Shapes (numbers may arrive as floats: ``6.0`` is 6). They follow OpenClaw's
+memory-core tools (2026.9.6) field for field where the agent reads them;
+``retrievalId`` is the one addition.
+
+``memory_search {query, maxResults=6, minScore=0.35, corpus?, citations?}`` →
+``{results: [{path, startLine, endLine, score, vectorScore, textScore,
+snippet, source: "memory", corpus: "memory", citation?}], provider, model,
+mode, citations, retrievalId}``. ``score`` is the hit's fused hybrid score in
+[0, 1], higher is better; ``vectorScore`` and ``textScore`` its two parts on
+[0, 1] (0 when that part did not find it). Hits under ``minScore`` are
+dropped; a ``minScore`` outside [0, 1] is clamped to it; ``maxResults`` above
+the ``max_k`` setting is capped to it. ``snippet`` is the memory's text cut
+to :data:`SNIPPET_MAX_CHARS`. ``citations`` (``auto``, ``on`` or ``off``;
+``auto`` counts as on: the caller decides per chat) adds ``citation``
+(``<path>#L<a>-L<b>``, ``#L<a>`` for one line) and a ``Source: <citation>``
+line at the end of the snippet. ``mode`` is ``hybrid``, or ``vector-only``
+when BM25 could not run yet (too few memories). ``corpus``: ``memory`` and
+``all`` search the memories; ``wiki`` answers no results with a warning that
+no wiki corpus is registered; ``sessions`` answers unavailable (no session
+transcripts are held). When the store or the model fails the answer is
+memory-core's unavailable shape, ``{results: [], disabled: true, unavailable:
+true, error, warning, action}``, instead of an error.
+
+``memory_get {path, from?, lines?, corpus?}`` → ``{status: "ok", text, path,
+from, lines, truncated?, nextFrom?}``: at most :data:`READ_DEFAULT_LINES`
+lines from ``from`` (1-based, default 1) unless ``lines`` says otherwise, cut
+at whole lines to :data:`READ_MAX_CHARS` characters; when more follows,
+``truncated: true``, ``nextFrom`` (the next line to read) and a continuation
+notice at the end of ``text``. ``path`` comes back normalised (``./a//b.md``
+is ``a/b.md``). An unknown path, one the caller cannot see, or ``corpus:
+"wiki"`` gives ``{status: "not_found", text: "", path}``; a path escaping the
+workspace (``../x``) or a failed store ``{status: "error", text: "", path,
+code, error}``.
+
+``memory_feedback {retrievalId, usedPaths}`` → ``{retrievalId, usedPaths,
+ignoredPaths, usedIds, duplicate, anchorsCreated}``: the paths are mapped to
+the memories of that retrieval's results that have those paths, and reported
+as used through the learned layer.
+
+``memory_capture {content, tags?, source?}`` → ``{memoryId, path, status,
+nearDuplicateOf}``: stores a fact owned by the caller (``shared`` when the
+caller is anonymous).
+
+Paths are virtual. A memory's path is ``memory/<memory_id>.md`` and its lines
+are the lines of its content. A chunk of an ingested document (kind
+``chunk`` with a ``source`` and ``start_line``/``end_line`` in its metadata,
+1-based and inclusive) has the document's path (its ``source``) and those
+lines; ``memory_get`` of a document path reassembles the document from the
+chunks the caller can see (:func:`document_lines`).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from tribal_memory.base.errors import (
+    EmbeddingError,
+    InvalidInput,
+    NotFound,
+    StoreUnavailable,
+)
+from tribal_memory.base.models import SHARED_OWNER, Hit, Memory, MemoryInput, SearchFilters
+from tribal_memory.service.memory_service import MemoryService
+
+SNIPPET_MAX_CHARS = 700
+"""Longest snippet returned by ``memory_search``, in characters (as OpenClaw's memory-core)."""
+DEFAULT_MAX_RESULTS = 6
+"""``maxResults`` when the call leaves it out (OpenClaw's default)."""
+DEFAULT_MIN_SCORE = 0.35
+"""``minScore`` when the call leaves it out (OpenClaw's default)."""
+PROVIDER = "tribal-memory"
+"""The ``provider`` reported by ``memory_search``."""
+MEMORY_DIR = "memory/"
+"""Prefix of the virtual path of a memory: ``memory/<memory_id>.md``."""
+READ_DEFAULT_LINES = 120
+"""Lines ``memory_get`` returns when the call gives no ``lines`` (memory-core's window)."""
+READ_MAX_CHARS = 12_000
+"""Most characters of text ``memory_get`` returns (memory-core's budget)."""
+SEARCH_CORPORA = ("memory", "wiki", "all", "sessions")
+"""``corpus`` values ``memory_search`` accepts (memory-core's)."""
+READ_CORPORA = ("memory", "wiki", "all")
+"""``corpus`` values ``memory_get`` accepts (memory-core's)."""
+CITATION_MODES = ("auto", "on", "off")
+"""``citations`` values ``memory_search`` accepts (OpenClaw's ``memory.citations``)."""
+MAX_DOCUMENT_CHUNKS = 10_000
+"""Most chunks read to reassemble one document for ``memory_get``."""
+TOOL_NAMES: tuple[str, ...] = ("memory_search", "memory_get", "memory_feedback", "memory_capture")
+"""The tools :func:`call_tool` serves."""
+
+_MEMORY_PATH = re.compile(r"^memory/([0-9a-fA-F-]{36})\.md$")
+_LINE_ANCHOR = re.compile(r"#L(\d+)(?:-L(\d+))?$")
+
+
+# -- paths ----------------------------------------------------------------------------
+
+
+def _line_metadata(memory: Memory) -> tuple[int, int] | None:
+    """The chunk's (start_line, end_line) from its metadata, if both are sane integers."""
+    start, end = memory.metadata.get("start_line"), memory.metadata.get("end_line")
+    if type(start) is int and type(end) is int and 1 <= start <= end:
+        return start, end
+    return None
+
+
+def _is_document_chunk(memory: Memory) -> bool:
+    return memory.kind == "chunk" and bool(memory.source) and _line_metadata(memory) is not None
+
+
+def memory_path(memory: Memory) -> str:
+    """The virtual path of a memory.
+
+    Its document's path for a document chunk, else ``memory/<memory_id>.md``.
+    """
+    if _is_document_chunk(memory):
+        assert memory.source is not None  # checked by _is_document_chunk
+        return memory.source
+    return f"{MEMORY_DIR}{memory.memory_id}.md"
+
+
+def line_span(memory: Memory) -> tuple[int, int]:
+    """1-based inclusive (start, end) lines of the memory within its :func:`memory_path`."""
+    if _is_document_chunk(memory):
+        span = _line_metadata(memory)
+        assert span is not None  # checked by _is_document_chunk
+        return span
+    return 1, len(memory.content.split("\n"))
+
+
+def citation(path: str, start: int, end: int) -> str:
+    """``"<path>#L<start>-L<end>"``, or ``"<path>#L<start>"`` for one line (as memory-core)."""
+    return f"{path}#L{start}" if start == end else f"{path}#L{start}-L{end}"
+
+
+def split_citation(text: str) -> tuple[str, tuple[int, int] | None]:
+    """A path as an agent may cite it: the plain path and the cited lines, if any.
+
+    Strips surrounding space, a leading ``Source:`` and a trailing
+    ``#L<a>[-L<b>]`` anchor (returned as ``(a, b)``), so a citation works
+    wherever a path does.
+    """
+    path = text.strip()
+    if path.lower().startswith("source:"):
+        path = path[len("source:") :].strip()
+    anchor = _LINE_ANCHOR.search(path)
+    if anchor is None:
+        return path, None
+    start = int(anchor.group(1))
+    end = int(anchor.group(2)) if anchor.group(2) else start
+    return path[: anchor.start()], (min(start, end), max(start, end))
+
+
+# -- argument parsing -------------------------------------------------------------------
+
+
+def _string(args: Mapping[str, Any], name: str) -> str:
+    value = args.get(name)
+    if not isinstance(value, str):
+        raise InvalidInput(f"{name} must be a string")
+    return value
+
+
+def _optional_string(args: Mapping[str, Any], name: str) -> str | None:
+    value = args.get(name)
+    if value is None:
+        return None
+    return _string(args, name)
+
+
+def _number(args: Mapping[str, Any], name: str) -> float | None:
+    value = args.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise InvalidInput(f"{name} must be a finite number")
+    return float(value)
+
+
+def _count(args: Mapping[str, Any], name: str) -> int | None:
+    """A positive whole number; a float is floored (``6.0`` and ``6.7`` are 6)."""
+    value = _number(args, name)
+    if value is None:
+        return None
+    if value < 1:
+        raise InvalidInput(f"{name} must be at least 1")
+    return math.floor(value)
+
+
+def _choice(args: Mapping[str, Any], name: str, allowed: Sequence[str]) -> str | None:
+    """An optional string that must be one of ``allowed``."""
+    value = _optional_string(args, name)
+    if value is not None and value not in allowed:
+        raise InvalidInput(f"{name} must be one of: {', '.join(allowed)}")
+    return value
+
+
+def string_list(args: Mapping[str, Any], name: str) -> list[str]:
+    """The list of strings ``args[name]`` ([] when absent).
+
+    Raises:
+        InvalidInput: it is there but not a list of strings.
+    """
+    value = args.get(name)
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise InvalidInput(f"{name} must be a list of strings")
+    return value
+
+
+def _args(arguments: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    if arguments is None:
+        return {}
+    if not isinstance(arguments, Mapping):
+        raise InvalidInput("tool arguments must be a JSON object")
+    return arguments
+
+
+# -- the tools ----------------------------------------------------------------------------
+
+
+def memory_search(
+    service: MemoryService,
+    arguments: Mapping[str, Any] | None,
+    *,
+    owner: str | None,
+    learner: str | None = None,
+) -> dict[str, Any]:
+    """Hybrid search logged for feedback (see the module docstring for the shape).
+
+    Args:
+        service: The open service.
+        arguments: ``{query, maxResults?, minScore?, corpus?, citations?,
+            sessionId?}`` (``sessionId``: the agent task, see
+            ``memory_feedback``); other fields are ignored.
+        owner: The caller: its memories plus shared ones (None: every owner).
+        learner: Whose learned data the search uses and feeds (None: ``owner``).
+
+    Returns:
+        The search answer; memory-core's unavailable answer when the store or
+        the embedding model failed, or when ``corpus`` is ``sessions``.
+
+    Raises:
+        InvalidInput: no query, an empty one, a ``maxResults`` below 1, or an
+            unknown ``corpus`` or ``citations`` value.
+        TooLarge: a query over ``max_content_chars``.
+    """
+    args = _args(arguments)
+    query = _string(args, "query")
+    max_results = _count(args, "maxResults") or DEFAULT_MAX_RESULTS
+    min_score = _number(args, "minScore")
+    min_score = DEFAULT_MIN_SCORE if min_score is None else min(1.0, max(0.0, min_score))
+    corpus = _choice(args, "corpus", SEARCH_CORPORA)
+    mode = _choice(args, "citations", CITATION_MODES) or "auto"
+    if corpus == "sessions":
+        return unavailable_answer(
+            "session transcripts are not held by tribal-memory",
+            warning="Session transcript search is unavailable: tribal-memory holds memories "
+            "and documents, not session transcripts.",
+            action="Search without corpus=sessions, or use the session history tools.",
+        )
+    if corpus == "wiki":
+        return {
+            "results": [],
+            "citations": mode,
+            "corpora": [{"corpus": "wiki", "outcome": "not-registered"}],
+            "warning": "No wiki corpus is registered with tribal-memory; "
+            "results do not cover that requested corpus.",
+        }
+    k = min(max_results, service.settings.max_k)
+    session_id = _optional_string(args, "sessionId")
+    try:
+        result = service.recall_with_feedback(
+            query,
+            k=k,
+            filters=SearchFilters(owner=owner),
+            mode="hybrid",
+            min_score=min_score,
+            learner=learner,
+            session_id=session_id,
+        )
+    except (StoreUnavailable, EmbeddingError) as exc:
+        return unavailable_answer(exc.detail)
+    return {
+        "results": [_search_result(hit, cite=mode != "off") for hit in result.hits],
+        "provider": PROVIDER,
+        "model": service.embedder.model_id,
+        "mode": "vector-only" if result.fallback is not None else "hybrid",
+        "citations": mode,
+        "retrievalId": result.retrieval_id,
+    }
+
+
+def _search_result(hit: Hit, *, cite: bool) -> dict[str, Any]:
+    """One ``memory_search`` result for a hit (with its citation when ``cite``)."""
+    path = memory_path(hit.memory)
+    start, end = line_span(hit.memory)
+    snippet = hit.memory.content[:SNIPPET_MAX_CHARS]
+    result: dict[str, Any] = {
+        "path": path,
+        "startLine": start,
+        "endLine": end,
+        "score": _unit(hit.score),
+        "vectorScore": _unit(hit.vector_score or 0.0),
+        "textScore": _unit(hit.text_score or 0.0),
+        "snippet": snippet,
+        "source": "memory",
+        "corpus": "memory",
+    }
+    if cite:
+        result["citation"] = citation(path, start, end)
+        result["snippet"] = f"{snippet.rstrip()}\n\nSource: {result['citation']}"
+    return result
+
+
+def _unit(value: float) -> float:
+    return min(1.0, max(0.0, float(value)))
+
+
+def unavailable_answer(
+    error: str,
+    *,
+    warning: str = "Memory search is unavailable: the tribal-memory store or its "
+    "embedding model failed.",
+    action: str = "Check the tribal-memory server (its log and GET /health), then retry "
+    "memory_search.",
+) -> dict[str, Any]:
+    """memory-core's answer when memory cannot be searched: no results, and why.
+
+    Returns:
+        ``{results: [], disabled: true, unavailable: true, error, warning, action}``.
+    """
+    return {
+        "results": [],
+        "disabled": True,
+        "unavailable": True,
+        "error": error,
+        "warning": warning,
+        "action": action,
+    }
+
+
+def normalize_path(path: str) -> str | None:
+    """A path as an agent may write it, in the form results carry; None when it escapes.
+
+    Strips a citation (see :func:`split_citation`), turns backslashes into
+    slashes, and drops empty and ``.`` segments; ``..`` takes back the
+    segment before it. A leading ``/`` is dropped (paths are relative to the
+    workspace).
+
+    Returns:
+        The normalised path (``""`` for an empty one), or None when ``..``
+        climbs out of the workspace.
+    """
+    plain, _ = split_citation(path)
+    parts: list[str] = []
+    for part in plain.replace("\\", "/").split("/"):
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if not parts:
+                return None
+            parts.pop()
+            continue
+        parts.append(part)
+    return "/".join(parts)
+
+
+def memory_get(
+    service: MemoryService, arguments: Mapping[str, Any] | None, *, owner: str | None
+) -> dict[str, Any]:
+    """The text at a virtual path, a window of lines of it (see the module docstring).
+
+    Args:
+        service: The memory service read.
+        arguments: ``{path, from?, lines?, corpus?}``: ``from`` a 1-based line,
+            ``lines`` a count; floats are floored.
+        owner: The caller (None: every owner).
+
+    Returns:
+        ``{status: "ok", text, path, from, lines, truncated?, nextFrom?}``;
+        ``{status: "not_found", text: "", path}`` for an unknown or invisible
+        path; ``{status: "error", text: "", path, code, error}`` for a path
+        outside the workspace or a failed store.
+
+    Raises:
+        InvalidInput: no path, ``from``/``lines`` below 1, an unknown ``corpus``.
+    """
+    args = _args(arguments)
+    raw = _string(args, "path")
+    first = _count(args, "from") or 1
+    count = _count(args, "lines") or READ_DEFAULT_LINES
+    corpus = _choice(args, "corpus", READ_CORPORA)
+    path = normalize_path(raw)
+    if path is None or not path:
+        return {
+            "status": "error",
+            "text": "",
+            "path": raw,
+            "code": "MEMORY_PATH_NOT_ALLOWED",
+            "error": "path must be a relative path inside the memory workspace",
+        }
+    not_found = {"status": "not_found", "text": "", "path": path}
+    if corpus == "wiki":
+        return not_found
+    try:
+        lines = _lines_at(service, path, owner)
+    except (StoreUnavailable, EmbeddingError) as exc:
+        return {
+            "status": "error",
+            "text": "",
+            "path": path,
+            "code": "MEMORY_READ_FAILED",
+            "error": exc.detail,
+        }
+    if not lines:
+        return not_found
+    return read_window(lines, path, first, count)
+
+
+def read_window(
+    lines: Sequence[str], path: str, first: int, count: int, max_chars: int = READ_MAX_CHARS
+) -> dict[str, Any]:
+    """``count`` lines from line ``first`` (1-based) of ``lines``, within ``max_chars``.
+
+    Whole lines are kept while they fit (one line at least, cut to
+    ``max_chars`` if it alone is longer). When lines remain past the window,
+    the answer has ``truncated: true``, ``nextFrom`` (the line to read next;
+    absent when a single line had to be cut) and a continuation notice
+    appended to a non-empty ``text``.
+
+    Returns:
+        ``{status: "ok", text, path, from, lines, truncated?, nextFrom?}``;
+        ``lines`` is how many lines ``text`` holds.
+    """
+    selected = list(lines[first - 1 : first - 1 + count])
+    more_after = first - 1 + len(selected) < len(lines)
+    kept, size = 0, 0
+    for line in selected:
+        grown = size + len(line) + (1 if kept else 0)
+        if kept and grown > max_chars:
+            break
+        kept, size = kept + 1, grown
+    cut_line = size > max_chars
+    text = "\n".join(selected[:kept])[:max_chars]
+    truncated = cut_line or kept < len(selected) or more_after
+    next_from = None if cut_line or not (more_after or kept < len(selected)) else first + kept
+    if truncated and text:
+        notice = (
+            f"[More content available. Use from={next_from} to continue.]"
+            if next_from is not None
+            else "[More content available. This line is longer than the read limit.]"
+        )
+        text = f"{text}\n\n{notice}"
+    answer: dict[str, Any] = {"status": "ok", "text": text, "path": path, "from": first}
+    answer["lines"] = kept
+    if truncated:
+        answer["truncated"] = True
+    if next_from is not None:
+        answer["nextFrom"] = next_from
+    return answer
+
+
+def _lines_at(service: MemoryService, path: str, owner: str | None) -> list[str]:
+    """Lines of the memory or document at ``path`` ([] when there is none)."""
+    match = _MEMORY_PATH.match(path)
+    if match is not None:
+        try:
+            return service.get(match.group(1).lower(), owner=owner).content.split("\n")
+        except NotFound:
+            pass  # maybe a document that happens to be named like a memory
+    if not path:
+        return []
+    chunks = service.list_memories(
+        SearchFilters(owner=owner, kinds=("chunk",), sources=(path,)), limit=MAX_DOCUMENT_CHUNKS
+    )
+    return document_lines(chunks, owner)
+
+
+def document_lines(chunks: Sequence[Memory], owner: str | None) -> list[str]:
+    """A document's lines reassembled from its chunks, 1-based line n at index n-1.
+
+    Only chunks with line metadata count. When several owners' chunks of the
+    path are visible, one owner's are used: the caller's own, else
+    ``shared``, else the first owner by name. Chunks are read in
+    ``chunk_index`` order and merged by line number: a line a chunk holds
+    whole (any line but its first and last) is taken as it is; a line only
+    held in pieces (chunks start or end inside it) is joined from its pieces
+    in chunk order, the words two pieces overlap on counted once. A chunk's first line lacks
+    its leading indentation unless another chunk holds the line whole. The
+    lines of headings with no text under them (a document's ``# Title``) come
+    from the ``heading_lines`` metadata of the chunk after them; other lines
+    no chunk covers (blank lines) are empty.
+
+    Returns:
+        The lines; [] when no chunk has line metadata.
+    """
+    usable = [c for c in chunks if _line_metadata(c) is not None]
+    if not usable:
+        return []
+    owners = {c.owner for c in usable}
+    chosen = owner if owner in owners else SHARED_OWNER if SHARED_OWNER in owners else min(owners)
+    mine = sorted(
+        (c for c in usable if c.owner == chosen),
+        key=lambda c: (c.chunk_index if c.chunk_index is not None else 0, _line_metadata(c)),
+    )
+    whole: dict[int, str] = {}
+    parts: dict[int, list[str]] = {}  # pieces of lines chunks start or end inside, in order
+    last = 0
+    for chunk in mine:
+        for number, text in _heading_lines(chunk):
+            whole.setdefault(number, text)
+            last = max(last, number)
+        span = _line_metadata(chunk)
+        assert span is not None  # filtered above
+        start, end = span
+        texts = chunk.content.split("\n")
+        if len(texts) != end - start + 1:
+            continue  # metadata that does not fit the content: skip rather than misplace
+        last = max(last, end)
+        for number, text in enumerate(texts, start):
+            if start < number < end:
+                whole.setdefault(number, text)
+            else:
+                parts.setdefault(number, []).append(text)
+    lines: list[str] = []
+    for number in range(1, last + 1):
+        if number in whole:
+            lines.append(whole[number])
+        else:
+            pieces = parts.get(number, [""])
+            line = pieces[0]
+            for piece in pieces[1:]:
+                line = _join(line, piece)
+            lines.append(line)
+    return lines
+
+
+def _heading_lines(chunk: Memory) -> list[tuple[int, str]]:
+    """The ``heading_lines`` metadata of a chunk: ``[[line, text], ...]``, sane pairs only."""
+    value = chunk.metadata.get("heading_lines")
+    if not isinstance(value, list):
+        return []
+    return [
+        (pair[0], pair[1])
+        for pair in value
+        if isinstance(pair, list)
+        and len(pair) == 2
+        and type(pair[0]) is int
+        and pair[0] >= 1
+        and isinstance(pair[1], str)
+    ]
+
+
+def _join(left: str, right: str) -> str:
+    """Two pieces of one line, joined in order.
+
+    The longest whole-word overlap of the end of ``left`` with the start of
+    ``right`` is counted once; without one, they are joined by a space.
+    """
+    if not right or right in left:
+        return left
+    if not left or left.strip() in right and right.startswith(left.strip()):
+        return left[: len(left) - len(left.lstrip())] + right
+    for size in range(min(len(left), len(right)), 0, -1):
+        if (
+            left.endswith(right[:size])
+            and (size == len(right) or right[size].isspace())
+            and (size == len(left) or left[-size - 1].isspace())
+        ):
+            return left + right[size:]
+    return f"{left} {right}"
+
+
+def memory_feedback(
+    service: MemoryService,
+    arguments: Mapping[str, Any] | None,
+    *,
+    owner: str | None,
+    learner: str | None = None,
+) -> dict[str, Any]:
+    """Report which results of a ``memory_search`` the agent used, by path.
+
+    Every result of the retrieval whose path is in ``usedPaths`` counts as
+    used (a document path covers all its chunks among the results); the other
+    results count as retrieved but unused. Paths that name no result of the
+    retrieval are ignored and listed in ``ignoredPaths``, unless none of the
+    given paths matches: then nothing is recorded and the call is an error,
+    so that a wrong path is not taken for "nothing was useful". ``usedPaths:
+    []`` records that nothing was useful. Citations (``Source: p#L1-L2``) are
+    accepted as paths; for a document path cited with lines, only the results
+    whose lines overlap them count (all results of the path when none does).
+
+    Args:
+        service: The memory service the retrieval was logged in.
+        arguments: ``{retrievalId, usedPaths}``.
+        owner: The caller's scope (None: any retrieval).
+        learner: The owner the retrieval must have been logged for (None: ``owner``).
+
+    Returns:
+        ``{retrievalId, usedPaths, ignoredPaths, usedIds, duplicate, anchorsCreated}``.
+
+    Raises:
+        NotFound: unknown ``retrievalId`` (or another owner's).
+        InvalidInput: bad arguments, or paths given and none among the results.
+        Conflict: the retrieval already has feedback naming other memories.
+    """
+    args = _args(arguments)
+    retrieval_id = _string(args, "retrievalId")
+    given = string_list(args, "usedPaths")
+    event = service.retrieval(retrieval_id, owner=learner if learner is not None else owner)
+    candidates = service.session_memory_ids(event)
+    memories = service.get_many(candidates, owner=owner)
+    by_path: dict[str, list[Memory]] = {}
+    for memory_id in candidates:
+        if memory_id in memories:
+            by_path.setdefault(memory_path(memories[memory_id]), []).append(memories[memory_id])
+    used_paths: list[str] = []
+    ignored: list[str] = []
+    used_ids: list[str] = []
+    for raw in given:
+        path, span = split_citation(raw)
+        path = normalize_path(path) or path
+        if path not in by_path:
+            ignored.append(path)
+            continue
+        used_paths.append(path)
+        used_ids += [m.memory_id for m in _cited(by_path[path], span)]
+    if given and not used_paths:
+        raise InvalidInput(
+            f"none of the paths {given} is among the results of retrieval {retrieval_id}"
+        )
+    used_ids = list(dict.fromkeys(used_ids))
+    result = service.record_usage_feedback(retrieval_id, used_ids, owner=owner)
+    return {
+        "retrievalId": retrieval_id,
+        "usedPaths": list(dict.fromkeys(used_paths)),
+        "ignoredPaths": list(dict.fromkeys(ignored)),
+        "usedIds": list(result.used),
+        "duplicate": result.duplicate,
+        "anchorsCreated": result.anchors_created,
+    }
+
+
+def _cited(hits: Sequence[Memory], span: tuple[int, int] | None) -> list[Memory]:
+    """The hits a citation names.
+
+    Those whose lines overlap ``span`` (all without one, or when none overlaps).
+    """
+    if span is None:
+        return list(hits)
+    overlapping = [m for m in hits if line_span(m)[0] <= span[1] and span[0] <= line_span(m)[1]]
+    return overlapping or list(hits)
+
+
+def capture_answer(memory_id: str, status: str, near_duplicate_of: str | None) -> dict[str, Any]:
+    """The ``memory_capture`` answer for a stored (or already stored) memory."""
+    return {
+        "memoryId": memory_id,
+        "path": f"{MEMORY_DIR}{memory_id}.md",
+        "status": status,
+        "nearDuplicateOf": near_duplicate_of,
+    }
+
+
+def memory_capture(
+    service: MemoryService, arguments: Mapping[str, Any] | None, *, owner: str | None
+) -> dict[str, Any]:
+    """Store a fact for the caller (idempotent: the same text twice is stored once).
+
+    Args:
+        service: The memory service written to.
+        arguments: ``{content, tags?, source?}``.
+        owner: The memory's owner (None: ``shared``).
+
+    Returns:
+        ``{memoryId, path, status ("created" | "exists"), nearDuplicateOf}``.
+
+    Raises:
+        InvalidInput: empty content or a bad tag. TooLarge: content over
+        ``max_content_chars``. StoreUnavailable / EmbeddingError: not stored.
+    """
+    args = _args(arguments)
+    content = _string(args, "content")
+    tags = tuple(string_list(args, "tags"))
+    source = args.get("source")
+    if source is not None and not isinstance(source, str):
+        raise InvalidInput("source must be a string")
+    item = MemoryInput(content=content, owner=owner or SHARED_OWNER, tags=tags, source=source)
+    result = service.capture(item)
+    return capture_answer(result.memory.memory_id, result.status, result.near_duplicate_of)
+
+
+_TOOLS: dict[str, Callable[..., dict[str, Any]]] = {
+    "memory_search": memory_search,
+    "memory_get": memory_get,
+    "memory_feedback": memory_feedback,
+    "memory_capture": memory_capture,
+}
+
+
+def call_tool(
+    service: MemoryService,
+    name: str,
+    arguments: Mapping[str, Any] | None,
+    *,
+    owner: str | None,
+) -> dict[str, Any]:
+    """Run the tool ``name`` (one of :data:`TOOL_NAMES`) for ``owner``.
+
+    Raises:
+        InvalidInput: an unknown tool; otherwise what the tool raises.
+    """
+    tool = _TOOLS.get(name)
+    if tool is None:
+        raise InvalidInput(f"unknown tool {name!r}; known: {', '.join(TOOL_NAMES)}")
+    return tool(service, arguments, owner=owner)

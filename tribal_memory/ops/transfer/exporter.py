@@ -1,0 +1,141 @@
+"""Export: stream memories, relations and learned rows as JSON lines (see :mod:`.records`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import Table, select, tuple_
+
+from tribal_memory.base.db import Database
+from tribal_memory.base.models import SearchFilters
+from tribal_memory.ops.transfer.records import (
+    FORMAT,
+    RELATIONS_TABLE,
+    VERSION,
+    dumps,
+    encode_row,
+    key_columns,
+    memory_record,
+    table_refs,
+    transfer_tables,
+)
+
+if TYPE_CHECKING:
+    from tribal_memory.service.memory_service import MemoryService
+
+Progress = Callable[[int], None]
+"""Called with the number of records just written (a progress bar's advance)."""
+
+
+def export_lines(
+    service: MemoryService,
+    *,
+    owner: str | None = None,
+    batch_rows: int = 500,
+    progress: Progress | None = None,
+) -> Iterator[str]:
+    """The export of ``service``'s data as JSON lines (each ends with a newline).
+
+    Streams: memories are read from the store ``batch_rows`` at a time and SQL
+    rows page by primary key, so memory use does not grow with the data,
+    except for the set of exported memory ids (a few dozen bytes per memory)
+    that decides which rows refer only to exported memories.
+
+    What goes in: with ``owner`` None, every memory, and every relation and
+    learned row whose memories are all exported. With ``owner``, the memories
+    that owner sees (its own and ``shared`` ones), the relations between them,
+    and the learned rows that belong to that owner or to shared (their
+    ``owner`` column) and refer only to exported memories; tables with neither
+    an owner nor a memory column are left out (they are not any one owner's).
+
+    Reads are not one snapshot: a memory written while the export runs may be
+    missing, and then so are the rows that refer to it. A failure mid-way
+    ends the stream without its end record, which import detects.
+
+    Args:
+        service: The instance to export.
+        owner: Scope the export to what this owner sees (None: everything).
+        batch_rows: Memories or rows read per batch.
+        progress: Called after each batch with the records written.
+
+    Yields:
+        The header line, memory lines, relation lines, row lines, the end line.
+
+    Raises:
+        StoreUnavailable: LanceDB or SQLite cannot be read (mid-stream too).
+    """
+    yield dumps(
+        {
+            "type": "header",
+            "format": FORMAT,
+            "version": VERSION,
+            "embedding_model": service.embedder.model_id,
+            "embedding_dim": service.embedder.dim,
+            "exported_at": datetime.now(UTC).isoformat(),
+            "owner": owner,
+        }
+    )
+    counts = {"memory": 0, "relation": 0, "row": 0}
+    advance = progress or (lambda _n: None)
+    exported: set[str] = set()
+    filters = SearchFilters(owner=owner) if owner is not None else None
+    for memories, vectors in service.store.scan(filters, batch_size=batch_rows):
+        for memory, vector in zip(memories, vectors, strict=True):
+            exported.add(memory.memory_id)
+            yield dumps(memory_record(memory, vector))
+        counts["memory"] += len(memories)
+        advance(len(memories))
+    visible = SearchFilters(owner=owner)
+    for table in transfer_tables():
+        refs = table_refs(table)
+        if owner is not None and refs.owner is None and not (refs.memory or refs.memory_lists):
+            continue
+        kind = "relation" if table.name == RELATIONS_TABLE else "row"
+        for rows in _pages(service.db, table, batch_rows):
+            written = 0
+            for row in rows:
+                if refs.owner is not None and not visible.admits_owner(str(row[refs.owner])):
+                    continue
+                if not refs.memory_ids(row) <= exported:
+                    continue
+                values = encode_row(table, row)
+                record = (
+                    {"type": kind, "relation": values}
+                    if kind == "relation"
+                    else {"type": kind, "table": table.name, "row": values}
+                )
+                yield dumps(record)
+                written += 1
+            counts[kind] += written
+            advance(written)
+    yield dumps({"type": "end", "counts": counts})
+
+
+def _pages(db: Database, table: Table, size: int) -> Iterator[list[dict[str, Any]]]:
+    """Rows of ``table`` in key order, ``size`` at a time, each page read in its own session.
+
+    Pages follow the key (keyset pagination), so rows written meanwhile do
+    not shift or repeat the pages; a table without a primary key is paged by
+    offset over all its columns.
+    """
+    key = key_columns(table)
+    keyset = bool(table.primary_key.columns)
+    last: tuple[Any, ...] | None = None
+    offset = 0
+    while True:
+        query = select(table).order_by(*key).limit(size)
+        if keyset and last is not None:
+            query = query.where(tuple_(*key) > tuple_(*last))
+        elif not keyset:
+            query = query.offset(offset)
+        with db.session() as session:
+            rows = [dict(r._mapping) for r in session.execute(query)]
+        if not rows:
+            return
+        yield rows
+        if len(rows) < size:
+            return
+        last = tuple(rows[-1][c.name] for c in key)
+        offset += len(rows)
