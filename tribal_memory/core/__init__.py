@@ -5,3 +5,7 @@ locks, and captures, writes, updates and deletes memories. Documents,
 transfer and maintenance take a Core; only the interfaces see the
 :class:`~tribal_memory.service.memory_service.MemoryService`.
 """
+
+from tribal_memory.core.core import Core
+
+__all__ = ["Core"]

@@ -9,7 +9,7 @@ ingested and the document's chunks in order. Ingesting a document again:
   chunks captured; chunks whose text did not change keep their id (ids are
   owner + text), so they keep what the learned layer knows about them, and
   get their new place (index, lines, parent) written in; chunks no longer
-  produced are deleted through :meth:`MemoryService.delete_many`, which drops
+  produced are deleted through :meth:`Core.delete_many`, which drops
   their relations, cache entries, feedback weights and anchors. Status
   ``updated`` (``created`` for a document not seen before).
 
@@ -53,7 +53,7 @@ from tribal_memory.documents.parsing import (
 )
 
 if TYPE_CHECKING:
-    from tribal_memory.service.memory_service import MemoryService
+    from tribal_memory.core import Core
 
 MAX_PATH_CHARS = 1024
 _CAPTURE_BATCH = 64
@@ -100,18 +100,18 @@ def _info(row: DocumentRow) -> DocumentInfo:
 
 
 class DocumentIndex:
-    """Ingest, list and delete documents of a :class:`MemoryService`.
+    """Ingest, list and delete documents of a :class:`Core`.
 
     Operations run one at a time per index (one lock); the service's HTTP
     handlers share one index. On PostgreSQL the lock holds across server
     processes sharing the database (:class:`tribal_memory.base.db.SharedLock`).
     """
 
-    def __init__(self, service: MemoryService) -> None:
-        self._service = service
-        self._db = service.db
-        self._store = service.store
-        self._lock = service.db.lock("documents", on_acquire=service.store.refresh)
+    def __init__(self, core: Core) -> None:
+        self._core = core
+        self._db = core.db
+        self._store = core.store
+        self._lock = core.db.lock("documents", on_acquire=core.store.refresh)
 
     # -- validation -----------------------------------------------------------
 
@@ -150,7 +150,7 @@ class DocumentIndex:
             StoreUnavailable / EmbeddingError: storing failed (the row is left
                 as it was, so ingesting again retries).
         """
-        settings = self._service.settings
+        settings = self._core.settings
         path = self._check_path(path)
         owner = check_owner(owner)
         fmt = document_format(path)
@@ -201,7 +201,7 @@ class DocumentIndex:
         return memory_id_for(item.owner.strip(), item.content.strip())
 
     def _check_sizes(self, path: str, items: Sequence[MemoryInput]) -> None:
-        limit = self._service.settings.max_content_chars
+        limit = self._core.settings.max_content_chars
         for item in items:
             if len(item.content) > limit:
                 meta = item.metadata
@@ -213,10 +213,10 @@ class DocumentIndex:
 
     def _capture(self, items: Sequence[MemoryInput]) -> int:
         """Capture in batches; returns how many memories were new."""
-        batch = min(_CAPTURE_BATCH, self._service.settings.max_batch_size)
+        batch = min(_CAPTURE_BATCH, self._core.settings.max_batch_size)
         created = 0
         for offset in range(0, len(items), batch):
-            results = self._service.capture_batch(items[offset : offset + batch])
+            results = self._core.capture_batch(items[offset : offset + batch])
             created += sum(result.status == "created" for result in results)
         return created
 
@@ -238,7 +238,7 @@ class DocumentIndex:
             if memory.doc_id == doc_id
             and self._move(memory, path, doc_id, *first[memory.memory_id])
         ]
-        self._service.forget_cached(moved)
+        self._core.forget_cached(moved)
 
     def _move(
         self, memory: Memory, path: str, doc_id: str, index: int, placement: Placement
@@ -281,8 +281,8 @@ class DocumentIndex:
                     moved.append(memory_id)
             else:
                 delete.append(memory_id)
-        self._service.forget_cached(moved)
-        return self._service.delete_many(delete)
+        self._core.forget_cached(moved)
+        return self._core.delete_many(delete)
 
     def _holders(
         self, owner: str, path: str, memory_ids: Sequence[str]

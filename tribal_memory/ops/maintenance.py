@@ -23,7 +23,7 @@ from tribal_memory.base.tables import FactAnchorRow, QueryCacheRow, QueryFactWei
 from tribal_memory.learned import forget_learned
 
 if TYPE_CHECKING:
-    from tribal_memory.service.memory_service import MemoryService
+    from tribal_memory.core import Core
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,7 +83,7 @@ def sql_orphans(db: Database, existing: set[str]) -> dict[str, list[str]]:
     return {table: ids for table, ids in found.items() if ids}
 
 
-def check_consistency(service: MemoryService) -> ConsistencyReport:
+def check_consistency(core: Core) -> ConsistencyReport:
     """Check that memory ids are unique and no SQL row points at a missing memory.
 
     Reads a whole LanceDB id column and every referencing SQL row; run it on
@@ -95,9 +95,9 @@ def check_consistency(service: MemoryService) -> ConsistencyReport:
     Raises:
         StoreUnavailable: either store cannot be read.
     """
-    counts = Counter(service.store.memory_ids())
+    counts = Counter(core.store.memory_ids())
     duplicates = tuple(sorted(i for i, n in counts.items() if n > 1))
-    return ConsistencyReport(len(counts), duplicates, sql_orphans(service.db, set(counts)))
+    return ConsistencyReport(len(counts), duplicates, sql_orphans(core.db, set(counts)))
 
 
 def prune_orphans(db: Database, existing: set[str]) -> int:

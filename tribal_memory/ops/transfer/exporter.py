@@ -23,20 +23,20 @@ from tribal_memory.ops.transfer.records import (
 )
 
 if TYPE_CHECKING:
-    from tribal_memory.service.memory_service import MemoryService
+    from tribal_memory.core import Core
 
 Progress = Callable[[int], None]
 """Called with the number of records just written (a progress bar's advance)."""
 
 
 def export_lines(
-    service: MemoryService,
+    core: Core,
     *,
     owner: str | None = None,
     batch_rows: int = 500,
     progress: Progress | None = None,
 ) -> Iterator[str]:
-    """The export of ``service``'s data as JSON lines (each ends with a newline).
+    """The export of ``core``'s data as JSON lines (each ends with a newline).
 
     Streams: memories are read from the store ``batch_rows`` at a time and SQL
     rows page by primary key, so memory use does not grow with the data,
@@ -55,7 +55,7 @@ def export_lines(
     ends the stream without its end record, which import detects.
 
     Args:
-        service: The instance to export.
+        core: The open store to export.
         owner: Scope the export to what this owner sees (None: everything).
         batch_rows: Memories or rows read per batch.
         progress: Called after each batch with the records written.
@@ -71,8 +71,8 @@ def export_lines(
             "type": "header",
             "format": FORMAT,
             "version": VERSION,
-            "embedding_model": service.embedder.model_id,
-            "embedding_dim": service.embedder.dim,
+            "embedding_model": core.embedder.model_id,
+            "embedding_dim": core.embedder.dim,
             "exported_at": datetime.now(UTC).isoformat(),
             "owner": owner,
         }
@@ -81,7 +81,7 @@ def export_lines(
     advance = progress or (lambda _n: None)
     exported: set[str] = set()
     filters = SearchFilters(owner=owner) if owner is not None else None
-    for memories, vectors in service.store.scan(filters, batch_size=batch_rows):
+    for memories, vectors in core.store.scan(filters, batch_size=batch_rows):
         for memory, vector in zip(memories, vectors, strict=True):
             exported.add(memory.memory_id)
             yield dumps(memory_record(memory, vector))
@@ -93,7 +93,7 @@ def export_lines(
         if owner is not None and refs.owner is None and not (refs.memory or refs.memory_lists):
             continue
         kind = "relation" if table.name == RELATIONS_TABLE else "row"
-        for rows in _pages(service.db, table, batch_rows):
+        for rows in _pages(core.db, table, batch_rows):
             written = 0
             for row in rows:
                 if refs.owner is not None and not visible.admits_owner(str(row[refs.owner])):

@@ -42,7 +42,7 @@ from tribal_memory.ops.transfer.records import (
 )
 
 if TYPE_CHECKING:
-    from tribal_memory.service.memory_service import MemoryService
+    from tribal_memory.core import Core
 
 Source = Path | bytes | IO[bytes]
 """An export to import: a file path, the file's bytes, or a seekable binary file."""
@@ -108,13 +108,13 @@ def _rewinding(handle: IO[bytes], start: int) -> Callable[[], Iterable[bytes]]:
 
 
 def import_source(
-    service: MemoryService,
+    core: Core,
     source: Source,
     *,
     batch_rows: int = 500,
     progress: Progress | None = None,
 ) -> ImportResult:
-    """Import an export into ``service`` (see the module docstring for atomicity).
+    """Import an export into ``core`` (see the module docstring for atomicity).
 
     Memories keep their ids, timestamps and metadata. With the
     same embedding model id and dimension as this instance, the stored vectors
@@ -125,7 +125,7 @@ def import_source(
     that refer to a memory neither in the file nor here are not written.
 
     Args:
-        service: The instance to import into.
+        core: The open store to import into.
         source: A path, the file's bytes, or a seekable binary file.
         batch_rows: Memories or rows embedded and written per batch.
         progress: Called after each written batch.
@@ -142,21 +142,21 @@ def import_source(
             what this import wrote is undone.
     """
     with _opened(source) as lines:
-        total, header = _check(service, lines())
-        return _Writer(service, header, batch_rows, total, progress).run(lines())
+        total, header = _check(core, lines())
+        return _Writer(core, header, batch_rows, total, progress).run(lines())
 
 
-def _limits(service: MemoryService) -> RecordLimits:
-    settings = service.settings
+def _limits(core: Core) -> RecordLimits:
+    settings = core.settings
     return RecordLimits(settings.max_content_chars, settings.max_tags, settings.max_metadata_bytes)
 
 
-def _check(service: MemoryService, lines: Iterable[bytes]) -> tuple[int, Header]:
+def _check(core: Core, lines: Iterable[bytes]) -> tuple[int, Header]:
     """First pass: parse every line; returns the record count and the header."""
     header: Header | None = None
     total = 0
     try:
-        for record in read_records(lines, limits=_limits(service)):
+        for record in read_records(lines, limits=_limits(core)):
             if isinstance(record, Header):
                 header = record
             else:
@@ -172,21 +172,21 @@ class _Writer:
 
     def __init__(
         self,
-        service: MemoryService,
+        core: Core,
         header: Header,
         batch_rows: int,
         total: int,
         progress: Progress | None,
     ) -> None:
-        self.service = service
+        self.core = core
         self.header = header
         self.batch_rows = batch_rows
         self.total = total
         self.progress = progress
         self.done = 0
         self.reembed = (header.embedding_model, header.embedding_dim) != (
-            service.embedder.model_id,
-            service.embedder.dim,
+            core.embedder.model_id,
+            core.embedder.dim,
         )
         self.created_ids: list[str] = []
         self.in_file: set[str] = set()  # memory ids of the file: all exist once written
@@ -197,18 +197,16 @@ class _Writer:
 
     def run(self, lines: Iterable[bytes]) -> ImportResult:
         records = (
-            r
-            for r in read_records(lines, limits=_limits(self.service))
-            if not isinstance(r, Header)
+            r for r in read_records(lines, limits=_limits(self.core)) if not isinstance(r, Header)
         )
         try:
             self._write(records)
         except BaseException:
             if self.created_ids:
-                self.service.store.delete(self.created_ids)
+                self.core.store.delete(self.created_ids)
             raise
         if self.created_ids:
-            self.service.optimize()  # fold the new rows into the full-text index
+            self.core.optimize()  # fold the new rows into the full-text index
         return ImportResult(
             embedding_model=self.header.embedding_model,
             embedding_dim=self.header.embedding_dim,
@@ -235,7 +233,7 @@ class _Writer:
         if first_row is None:
             return
         rows = chain([first_row], (r for r in records if isinstance(r, RowRecord)))
-        with self.service.db.session() as session:
+        with self.core.db.session() as session:
             for table, same_table in groupby(rows, key=lambda r: r.table):
                 for chunk in _batched(same_table, self.batch_rows):
                     self._rows(session, table, [r.values for r in chunk])
@@ -248,16 +246,16 @@ class _Writer:
     def _memories(self, batch: Sequence[MemoryRecord]) -> None:
         ids = [r.memory.memory_id for r in batch]
         self.in_file.update(ids)
-        stored = self.service.store.get(ids)
+        stored = self.core.store.get(ids)
         fresh = [r for r in batch if r.memory.memory_id not in stored]
         written: list[Memory] = []
         if fresh:
             vectors = (
-                self.service.embedder.embed_batch([r.memory.content for r in fresh])
+                self.core.embedder.embed_batch([r.memory.content for r in fresh])
                 if self.reembed
                 else np.stack([r.vector for r in fresh]).astype(np.float32)
             )
-            written = self.service.write_memories([r.memory for r in fresh], vectors)
+            written = self.core.write_memories([r.memory for r in fresh], vectors)
         self.created_ids += [m.memory_id for m in written]
         if self.reembed:
             self.reembedded += len(written)
@@ -271,7 +269,7 @@ class _Writer:
         """Of ``memory_ids``, those stored here once this import's memories are written."""
         unknown = [i for i in memory_ids if i not in self.in_file and i not in self.elsewhere]
         if unknown:
-            stored = self.service.store.get(unknown)
+            stored = self.core.store.get(unknown)
             self.elsewhere.update((i, i in stored) for i in unknown)
         return {i for i in memory_ids if i in self.in_file or self.elsewhere[i]}
 
@@ -313,7 +311,7 @@ class _Writer:
             todo = [r for r in rows if r.get(vector_column) is not None and r.get(text_column)]
             if not todo:
                 continue
-            vectors = self.service.embedder.embed_batch([r[text_column] for r in todo], query=True)
+            vectors = self.core.embedder.embed_batch([r[text_column] for r in todo], query=True)
             for row, vector in zip(todo, vectors, strict=True):
                 row[vector_column] = np.asarray(vector, dtype=np.float32).tobytes()
 

@@ -1,0 +1,344 @@
+"""The core every feature shares: an open store and the functions that write to it.
+
+:class:`Core` opens the data dir (SQLite or PostgreSQL through SQLAlchemy,
+LanceDB, the embedding model) and owns the write paths that must keep the SQL
+side consistent with the memories: capture, write as given, update, delete,
+and the locks they take. Documents, transfer and maintenance are built on a
+Core; the :class:`~tribal_memory.service.memory_service.MemoryService` adds
+retrieval, the learned layer and the graph queries on top of one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+from tribal_memory.base.config import Settings
+from tribal_memory.base.db import Database, engine_for, migrate
+from tribal_memory.base.errors import Conflict, InvalidInput, NotFound, StoreUnavailable, TooLarge
+from tribal_memory.base.models import (
+    CaptureResult,
+    Memory,
+    MemoryInput,
+    MemoryPatch,
+    SearchFilters,
+    memory_id_for,
+)
+from tribal_memory.base.validation import (
+    check_content,
+    check_kind,
+    check_metadata,
+    check_tags,
+    check_time,
+    validated_memory,
+)
+from tribal_memory.core.near_duplicates import find_near_duplicates
+from tribal_memory.embeddings.base import Embedder, Vector
+from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
+from tribal_memory.graph.relations import RelationGraph
+from tribal_memory.learned import forget_cached, forget_learned
+from tribal_memory.store.lancedb import LanceMemoryStore
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+class Core:
+    """An open store (settings, database, LanceDB, model, relation graph) and its writes.
+
+    Args:
+        settings: Configuration (data dir, model, limits).
+        embedder: An already loaded embedder to share (tests and benchmarks
+            open many stores over one model); loaded from settings if None.
+
+    Attributes:
+        capture_lock: Held while checking which memories are new and writing them.
+        references_lock: Held by every write that checks a memory exists and
+            then stores a row pointing at it (relations, feedback, anchors),
+            and by deletes, so a delete cannot slip in between.
+
+    Raises:
+        EmbeddingError: the embedding model cannot be loaded.
+        EmbeddingModelMismatch: the data dir was built with another model.
+        StoreUnavailable: the data dir, LanceDB or SQLite cannot be opened.
+    """
+
+    def __init__(self, settings: Settings, *, embedder: Embedder | None = None) -> None:
+        self.settings = settings
+        if settings.uses_data_dir:
+            try:
+                settings.data_dir.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreUnavailable(
+                    f"cannot create data dir {settings.data_dir}: {exc}"
+                ) from exc
+            if not os.access(settings.data_dir, os.W_OK):
+                raise StoreUnavailable(f"data dir {settings.data_dir} is not writable")
+        self.db = Database(engine_for(settings))  # a bad URL fails here, before the model loads
+        try:
+            self.embedder = embedder or FastEmbedEmbedder(
+                settings.embedding_model,
+                threads=settings.embedding_threads,
+                query_threads=settings.embedding_query_threads,
+                batch_size=settings.embed_batch_size,
+                batch_chars=settings.embed_batch_chars,
+            )
+            # Server processes sharing one database start one at a time: the first
+            # migrates and creates the LanceDB table and its index, the others open them.
+            with self.db.lock("startup"):
+                migrate(self.db.engine)
+                self.store = LanceMemoryStore(
+                    settings.lancedb_uri,
+                    self.embedder.model_id,
+                    self.embedder.dim,
+                    read_consistency_s=settings.read_consistency_s,
+                    ann_index_min_rows=settings.ann_index_min_rows,
+                    ann_nprobes=settings.ann_nprobes,
+                    optimize_every_rows=settings.optimize_every_rows,
+                    optimize_growth=settings.optimize_growth,
+                    optimize_interval_s=settings.optimize_interval_s,
+                    keep_versions_s=settings.keep_versions_s,
+                    optimize_small_fragments=settings.optimize_small_fragments,
+                    index_cache_mb=settings.index_cache_mb,
+                )
+        except BaseException:
+            self.db.close()
+            raise
+        self.graph = RelationGraph(self.db)
+        # Check-then-write sections: capture (is this content stored yet?), and delete
+        # with every write that checks a memory exists and then stores a row pointing
+        # at it (relate, feedback, anchors), so a concurrent delete cannot slip in
+        # between and leave that row orphaned. With PostgreSQL they hold across server
+        # processes too, and re-read LanceDB once held (see tribal_memory.base.db.SharedLock).
+        self.capture_lock = self.db.lock("capture", on_acquire=self.store.refresh)
+        self.references_lock = self.db.lock("references", on_acquire=self.store.refresh)
+
+    def close(self) -> None:
+        """Finish store maintenance, release database connections; unusable afterwards."""
+        self.store.close()
+        self.db.close()
+
+    def capture_batch(
+        self, items: Sequence[MemoryInput], *, near_duplicates: bool = True
+    ) -> list[CaptureResult]:
+        """Store memories, idempotently, in one write.
+
+        The whole batch is validated before anything is written: one invalid
+        item rejects the batch and stores nothing. An item whose owner already
+        has the same content (same deterministic id) is reported ``"exists"``
+        and not written again. A new item whose cosine similarity to another
+        memory of the same owner (stored, or earlier in the batch) reaches
+        ``near_duplicate_threshold`` is stored and reported with
+        ``near_duplicate_of``, unless ``near_duplicates`` is False (that check
+        costs one vector search per new memory; bulk loads may skip it).
+
+        Returns:
+            One result per item, in input order.
+
+        Raises:
+            InvalidInput: empty content or owner, unknown kind, bad tag.
+            TooLarge: content over ``max_content_chars`` or batch over ``max_batch_size``.
+            StoreUnavailable / EmbeddingError: the write or the embedding failed
+                (nothing of the batch is stored).
+        """
+        if len(items) > self.settings.max_batch_size:
+            raise TooLarge(
+                f"batch of {len(items)} memories is over the limit of "
+                f"{self.settings.max_batch_size} (TRIBAL_MAX_BATCH_SIZE)"
+            )
+        now = _now()
+        memories = [
+            validated_memory(
+                item,
+                now,
+                max_content_chars=self.settings.max_content_chars,
+                max_tags=self.settings.max_tags,
+                max_metadata_bytes=self.settings.max_metadata_bytes,
+            )
+            for item in items
+        ]
+        stored = self.store.get(list({m.memory_id for m in memories}))
+        candidates = list({m.memory_id: m for m in memories if m.memory_id not in stored}.values())
+        vectors = self.embedder.embed_batch([m.content for m in candidates])
+        with self.capture_lock:
+            # Another thread may have written some of these since the check above
+            # (embedding runs outside the lock): check again, write only the rest.
+            stored |= self.store.get([m.memory_id for m in candidates])
+            keep = [i for i, m in enumerate(candidates) if m.memory_id not in stored]
+            new_memories = [candidates[i] for i in keep]
+            new_vectors = vectors[keep]
+            duplicates = (
+                find_near_duplicates(
+                    self.store,
+                    new_memories,
+                    new_vectors,
+                    threshold=self.settings.near_duplicate_threshold,
+                )
+                if near_duplicates
+                else {}
+            )
+            self.store.add(new_memories, new_vectors)
+        created = {
+            m.memory_id: CaptureResult(m, "created", *duplicates.get(m.memory_id, (None, None)))
+            for m in new_memories
+        }
+        results: list[CaptureResult] = []
+        for memory in memories:
+            if memory.memory_id in stored:
+                results.append(CaptureResult(stored[memory.memory_id], "exists"))
+            elif memory.memory_id in created:
+                results.append(created.pop(memory.memory_id))
+            else:  # a repeat within this batch of a memory created above
+                results.append(CaptureResult(memory, "exists"))
+        return results
+
+    def write_memories(self, memories: Sequence[Memory], vectors: Vector) -> list[Memory]:
+        """Store memories exactly as given, skipping ids already stored (import, restore).
+
+        Unlike :meth:`capture_batch` nothing is validated, derived or embedded:
+        ids, timestamps and metadata are kept as they are, and
+        ``vectors`` must come from this instance's model. A repeated id within
+        ``memories`` is written once.
+
+        Args:
+            memories: Memories to store.
+            vectors: Their vectors, shape ``(len(memories), dim)``, float32.
+
+        Returns:
+            The memories written (ids not stored before), in input order.
+
+        Raises:
+            InvalidInput: ``vectors`` of the wrong shape.
+            StoreUnavailable: the write failed (nothing of the batch is stored).
+        """
+        if vectors.shape != (len(memories), self.embedder.dim):
+            raise InvalidInput(
+                f"expected vectors of shape ({len(memories)}, {self.embedder.dim}), "
+                f"got {vectors.shape}"
+            )
+        with self.capture_lock:
+            stored = self.store.get(list({m.memory_id for m in memories}))
+            keep: dict[str, int] = {}
+            for i, memory in enumerate(memories):
+                if memory.memory_id not in stored:
+                    keep.setdefault(memory.memory_id, i)
+            positions = list(keep.values())
+            written = [memories[i] for i in positions]
+            self.store.add(written, vectors[positions])
+        return written
+
+    def get(self, memory_id: str, *, owner: str | None = None) -> Memory:
+        """The memory with ``memory_id``.
+
+        Args:
+            memory_id: The memory's id.
+            owner: When given, only that owner's and shared memories are visible.
+
+        Raises:
+            NotFound: no such memory, or not visible to ``owner``.
+        """
+        memory = self.store.get([memory_id]).get(memory_id)
+        if memory is None or not _visible(memory, owner):
+            raise NotFound(f"no memory with id {memory_id}")
+        return memory
+
+    def get_many(self, memory_ids: Sequence[str], *, owner: str | None = None) -> dict[str, Memory]:
+        """The memories with these ids that exist and are visible to ``owner``.
+
+        Returns:
+            ``{memory_id: Memory}``; missing or invisible ids are absent (not an error).
+        """
+        found = self.store.get(list(dict.fromkeys(memory_ids)))
+        return {i: m for i, m in found.items() if _visible(m, owner)}
+
+    def update(self, memory_id: str, patch: MemoryPatch, *, owner: str | None = None) -> Memory:
+        """Change fields of a memory; the id stays. New content is re-embedded.
+
+        Everything learned that points at the memory (cache entries, query
+        weights, anchors) is invalidated in the same call.
+
+        Raises:
+            NotFound: no such memory visible to ``owner``.
+            Conflict: the new content equals another memory of the same owner.
+            InvalidInput / TooLarge: as for capture.
+        """
+        current = self.get(memory_id, owner=owner)
+        # Every anchor (learned and manual) goes with the rest of the learned data
+        # below (DESIGN §2: an update invalidates all that points at the memory).
+        changes: dict[str, object] = {"updated_at": _now()}
+        vector = None
+        if patch.content is not None:
+            content = check_content(patch.content, self.settings.max_content_chars)
+            if content != current.content:
+                twin = memory_id_for(current.owner, content)
+                if twin != memory_id and self.store.get([twin]):
+                    raise Conflict(f"memory {twin} of this owner already has that content")
+                changes["content"] = content
+                vector = self.embedder.embed(content)
+        if patch.tags is not None:
+            changes["tags"] = check_tags(patch.tags, self.settings.max_tags)
+        if patch.kind is not None:
+            check_kind(patch.kind)
+            changes["kind"] = patch.kind
+        if patch.source is not None:
+            changes["source"] = patch.source
+        if patch.event_time is not None:
+            changes["event_time"] = check_time(patch.event_time, "event_time")
+        if patch.metadata is not None:
+            changes["metadata"] = check_metadata(patch.metadata, self.settings.max_metadata_bytes)
+        updated = dataclasses.replace(current, **changes)  # type: ignore[arg-type]
+        # Under the references lock, as delete: a feedback loading a weight row of
+        # this memory must not have it removed under its feet.
+        with self.references_lock:
+            self.store.replace(updated, vector)
+            forget_learned(self.db, [memory_id])
+        return updated
+
+    def forget_cached(self, memory_ids: Sequence[str]) -> int:
+        """Drop the cache entries that snapshot any of ``memory_ids`` (their fields changed).
+
+        Serialised with feedback (the references lock), which updates cache
+        entries in place. Returns the entries dropped.
+        """
+        with self.references_lock:
+            return forget_cached(self.db, memory_ids)
+
+    def delete(self, memory_id: str, *, owner: str | None = None) -> None:
+        """Delete a memory with its relations and everything learned that points at it.
+
+        Raises:
+            NotFound: no such memory visible to ``owner``.
+        """
+        with self.references_lock:
+            self.get(memory_id, owner=owner)
+            self.store.delete([memory_id])
+            self.graph.forget(memory_id)
+            forget_learned(self.db, [memory_id])
+
+    def delete_many(self, memory_ids: Sequence[str], *, owner: str | None = None) -> int:
+        """:meth:`delete` for many memories in one store write.
+
+        Ids that are not stored or not visible to ``owner`` are skipped (not an error).
+
+        Returns:
+            How many memories were deleted.
+        """
+        with self.references_lock:
+            found = self.store.get(list(dict.fromkeys(memory_ids)))
+            ids = [memory_id for memory_id, memory in found.items() if _visible(memory, owner)]
+            deleted = self.store.delete(ids)
+            for memory_id in ids:
+                self.graph.forget(memory_id)
+            forget_learned(self.db, ids)
+            return deleted
+
+    def optimize(self) -> None:
+        """Fold new rows into the indexes and drop old versions (see the store)."""
+        self.store.optimize()
+
+
+def _visible(memory: Memory, owner: str | None) -> bool:
+    return SearchFilters(owner=owner).admits_owner(memory.owner)
