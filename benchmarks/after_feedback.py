@@ -37,8 +37,10 @@ from typing import Any
 from tribal_memory.base.config import Settings
 from tribal_memory.base.models import LearnedParts, SearchResult
 from tribal_memory.bench.metrics import percentile
-from tribal_memory.bench.perf import _answers, _import_body, default_cache_dir
+from tribal_memory.bench.perf import default_cache_dir
 from tribal_memory.bench.perf_corpus import cached_embeddings, generate, questions
+from tribal_memory.bench.perf_feedback import answers_of
+from tribal_memory.bench.perf_http import import_body
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
 from tribal_memory.service.memory_service import MemoryService
 
@@ -75,13 +77,13 @@ def build(store: Path, size: int, searches: int, seed: int) -> None:
     embedder = _embedder()
     facts = generate(size, seed)
     vectors, _ = cached_embeddings(facts, embedder, default_cache_dir())
-    answers = _answers(facts)
+    answers = answers_of(facts)
     _, fed = _split(size, searches, seed)
     started = time.perf_counter()
     with MemoryService(Settings(data_dir=store), embedder=embedder) as service:
         for start in range(0, size, 2000):
             service.import_jsonl(
-                _import_body(facts[start : start + 2000], vectors[start : start + 2000], embedder)
+                import_body(facts[start : start + 2000], vectors[start : start + 2000], embedder)
             )
         print(f"imported {size} in {time.perf_counter() - started:.0f} s", flush=True)
         for round_ in range(ROUNDS):
@@ -116,7 +118,7 @@ def _freeze_clock() -> None:
 def run_times(store: Path, size: int, searches: int, seed: int, profile: Path | None) -> dict:
     """Time plain, learned and after-a-feedback searches on a copy of ``store``."""
     timed, _ = _split(size, searches, seed)
-    answers = _answers(generate(size, seed))
+    answers = answers_of(generate(size, seed))
     embedder = _embedder()
     times: dict[str, list[float]] = {"plain": [], "learned": [], "interleaved": []}
     found: dict[str, list[Any]] = {"plain": [], "learned": [], "interleaved": []}

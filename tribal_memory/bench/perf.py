@@ -29,7 +29,7 @@ import platform
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -38,9 +38,8 @@ import httpx
 import platformdirs
 
 from tribal_memory.base.config import Settings
-from tribal_memory.base.errors import InvalidInput, TribalError
-from tribal_memory.base.models import Memory, SearchFilters, memory_id_for
-from tribal_memory.bench.metrics import percentile
+from tribal_memory.base.errors import InvalidInput
+from tribal_memory.base.models import SearchFilters
 from tribal_memory.bench.perf_baseline import PlainBaseline
 from tribal_memory.bench.perf_corpus import (
     FILTER_OWNER,
@@ -49,17 +48,19 @@ from tribal_memory.bench.perf_corpus import (
     generate,
     questions,
 )
+from tribal_memory.bench.perf_feedback import after_feedback
+from tribal_memory.bench.perf_http import (
+    CAPTURE_BATCH,
+    SEARCH_K,
+    Log,
+    capture_figures,
+    load_corpus,
+    p50_p95,
+    search_figures,
+    timed,
+)
 from tribal_memory.bench.perf_server import ServerProcess, read_memory_mb, run_locust
 from tribal_memory.embeddings.base import Embedder, Vector
-from tribal_memory.ops.transfer.records import FORMAT, VERSION, dumps, memory_record
-
-Log = Callable[[str], None]
-
-IMPORT_CHUNK = 2000
-"""Memories per ``POST /v1/import`` request while loading a corpus (about 5 MB)."""
-CAPTURE_BATCH = 256
-"""Memories per ``POST /v1/memories/batch`` request in the capture measurement."""
-SEARCH_K = 10
 
 
 def default_cache_dir() -> Path:
@@ -96,305 +97,6 @@ def machine() -> dict[str, Any]:
     }
 
 
-def _import_body(facts: Sequence[Fact], vectors: Vector, embedder: Embedder) -> bytes:
-    now = datetime.now(UTC)
-    header = {
-        "type": "header",
-        "format": FORMAT,
-        "version": VERSION,
-        "embedding_model": embedder.model_id,
-        "embedding_dim": embedder.dim,
-        "exported_at": now.isoformat(),
-        "owner": None,
-    }
-    lines = [dumps(header)]
-    for fact, vector in zip(facts, vectors, strict=True):
-        memory = Memory(
-            memory_id=memory_id_for(fact.owner, fact.content),
-            content=fact.content,
-            owner=fact.owner,
-            kind="fact",
-            tags=(),
-            source=None,
-            doc_id=None,
-            chunk_index=None,
-            parent_id=None,
-            created_at=now,
-            updated_at=now,
-            event_time=None,
-            metadata={},
-        )
-        lines.append(dumps(memory_record(memory, vector)))
-    end = {"type": "end", "counts": {"memory": len(facts), "relation": 0, "row": 0}}
-    lines.append(dumps(end))
-    return "".join(lines).encode()
-
-
-def _load(
-    client: httpx.Client,
-    server: ServerProcess,
-    facts: Sequence[Fact],
-    vectors: Vector,
-    embedder: Embedder,
-    log: Log,
-) -> tuple[float, list[list[float]]]:
-    """Import the corpus; returns (seconds, [[memories loaded, server RSS MiB], ...])."""
-    curve: list[list[float]] = []
-    started = time.perf_counter()
-    for start in range(0, len(facts), IMPORT_CHUNK):
-        end = start + IMPORT_CHUNK
-        body = _import_body(facts[start:end], vectors[start:end], embedder)
-        response = client.post(
-            "/v1/import", content=body, headers={"content-type": "application/x-ndjson"}
-        )
-        _check(response, "import")
-        loaded = min(end, len(facts))
-        curve.append([loaded, server.memory_mb().get("rss_mb", 0.0)])
-        log(f"  loaded {loaded}/{len(facts)} memories, server RSS {curve[-1][1]:.0f} MiB")
-    return time.perf_counter() - started, curve
-
-
-def _check(response: httpx.Response, what: str) -> None:
-    if response.status_code >= 400:
-        raise TribalError(f"{what} failed: HTTP {response.status_code}: {response.text[:300]}")
-
-
-def _timed(call: Callable[[str], object], inputs: Sequence[str], samples: int) -> list[float]:
-    """Milliseconds of ``samples`` calls, cycling through ``inputs``."""
-    times: list[float] = []
-    for i in range(samples):
-        text = inputs[i % len(inputs)]
-        started = time.perf_counter()
-        call(text)
-        times.append((time.perf_counter() - started) * 1000)
-    return times
-
-
-def _search_call(
-    client: httpx.Client, extra: dict[str, Any], expect_cached: bool | None = None
-) -> Callable[[str], object]:
-    def call(query: str) -> object:
-        response = client.post("/v1/search", json={"query": query, "k": SEARCH_K, **extra})
-        _check(response, "search")
-        body: dict[str, Any] = response.json()
-        if expect_cached is not None and body["cached"] != expect_cached:
-            how = "was not answered" if expect_cached else "was unexpectedly answered"
-            raise TribalError(f"search of {query!r} {how} from the query cache")
-        return body
-
-    return call
-
-
-def _make_cached(client: httpx.Client, query: str) -> None:
-    """Three searches with feedback using their top hit: enough for a cache hit (defaults)."""
-    for _ in range(3):
-        response = client.post("/v1/search", json={"query": query, "k": SEARCH_K, "feedback": True})
-        _check(response, "search with feedback")
-        body = response.json()
-        used = [body["hits"][0]["memory_id"]] if body["hits"] else []
-        feedback = {"retrieval_id": body["retrieval_id"], "used_ids": used}
-        _check(client.post("/v1/feedback", json=feedback), "feedback")
-
-
-def _replay_feedback(
-    client: httpx.Client, facts: Sequence[Fact], fed: Sequence[str], rounds: int
-) -> int:
-    """Search each of ``fed`` ``rounds`` times with feedback, as an agent shown the top 10 would.
-
-    The agent reports as used the hits that answer the question (the facts it
-    was generated from) and nothing when none was shown. Round after round
-    this makes feedback weights, then anchors (two uses) and query-cache
-    entries (three), the way agents using the server do (issue 14).
-
-    Returns:
-        The number of searches made (``len(fed) * rounds``).
-    """
-    answers = _answers(facts)
-    searches = 0
-    for _ in range(rounds):
-        for query in fed:
-            _search_and_report(client, query, answers)
-            searches += 1
-    return searches
-
-
-def _after_feedback(
-    client: httpx.Client,
-    facts: Sequence[Fact],
-    *,
-    searches: int,
-    seed: int,
-    samples: int,
-    warmup: int,
-    log: Log,
-) -> dict[str, Any]:
-    """Replay ``searches`` searches with feedback, then time searches on the store they left.
-
-    The questions are split: the fed ones are asked in 3 rounds (about
-    ``searches`` in all); the timed ones were never fed back, so a learned
-    search misses the cache and computes every learned part. Store health
-    (``GET /v1/stats``) is read right after the replay.
-
-    Returns:
-        ``after_feedback_searches``, ``after_feedback_search_p50_ms`` /
-        ``_p95_ms`` (plain hybrid, ``learned: []``),
-        ``after_feedback_learned_p50_ms`` / ``_p95_ms`` (the default learned
-        variant; ``after_feedback_learned_cache_hit_rate``: the share of those
-        answered from the cache), ``after_feedback_interleaved_p50_ms`` /
-        ``_p95_ms`` (each search right after a feedback: :func:`_interleaved`),
-        ``after_feedback_fragments``, ``_small_fragments``,
-        ``_unindexed_rows``, ``_versions``.
-    """
-    rounds = 3
-    timed_n = max(50, min(samples, 300))
-    pool = questions(facts, searches // rounds + timed_n, seed + 2)
-    timed, fed = pool[:timed_n], pool[timed_n:]
-    log(f"  replaying feedback: {len(fed)} questions x {rounds} rounds")
-    started = time.perf_counter()
-    done = _replay_feedback(client, facts, fed, rounds)
-    figures: dict[str, Any] = {
-        "after_feedback_searches": done,
-        "after_feedback_replay_s": round(time.perf_counter() - started, 1),
-    }
-    stats = client.get("/v1/stats")
-    _check(stats, "stats")
-    health = stats.json()
-    for name in ("fragments", "small_fragments", "unindexed_rows", "versions"):
-        figures[f"after_feedback_{name}"] = health[name]
-    plain = _search_call(client, {"learned": []})
-    _timed(plain, timed, warmup)
-    figures["after_feedback_search_p50_ms"], figures["after_feedback_search_p95_ms"] = _stats(
-        _timed(plain, timed, samples)
-    )
-    learned = _search_call(client, {})
-    _timed(learned, timed, warmup)
-    times, hits = [], 0
-    for i in range(samples):
-        started = time.perf_counter()
-        body: Any = learned(timed[i % len(timed)])
-        times.append((time.perf_counter() - started) * 1000)
-        hits += bool(body["cached"])
-    figures["after_feedback_learned_p50_ms"], figures["after_feedback_learned_p95_ms"] = _stats(
-        times
-    )
-    # Never fed back themselves, a few may still hit the cache through a fed question
-    # within the semantic threshold that names the same numbers.
-    figures["after_feedback_learned_cache_hit_rate"] = round(hits / samples, 4)
-    figures.update(_interleaved(client, facts, timed, samples))
-    return figures
-
-
-def _answers(facts: Sequence[Fact]) -> dict[str, set[str]]:
-    """Question -> the contents of the facts that answer it."""
-    answers: dict[str, set[str]] = {}
-    for fact in facts:
-        answers.setdefault(fact.question, set()).add(fact.content)
-    return answers
-
-
-def _search_and_report(client: httpx.Client, query: str, answers: dict[str, set[str]]) -> float:
-    """One search with feedback, then feedback on the hits that answer it; the search's ms."""
-    started = time.perf_counter()
-    response = client.post("/v1/search", json={"query": query, "k": SEARCH_K, "feedback": True})
-    elapsed = (time.perf_counter() - started) * 1000
-    _check(response, "search with feedback")
-    body = response.json()
-    gold = answers.get(query, set())
-    used = [h["memory_id"] for h in body["hits"] if h["content"] in gold]
-    feedback = {"retrieval_id": body["retrieval_id"], "used_ids": used}
-    _check(client.post("/v1/feedback", json=feedback), "feedback")
-    return elapsed
-
-
-def _interleaved(
-    client: httpx.Client, facts: Sequence[Fact], questions_: Sequence[str], samples: int
-) -> dict[str, float]:
-    """Time searches that each follow a feedback, as an agent's search -> use -> report loop.
-
-    Every feedback changes the learned tables, so the search after it cannot
-    reuse the learned indexes the previous one built; this is what an agent
-    that reports after each answer meets. The first 10 are untimed.
-
-    Returns:
-        ``after_feedback_interleaved_p50_ms`` / ``_p95_ms``: the searches (with
-        ``feedback: true``, default learned variant), not the feedback calls.
-    """
-    answers = _answers(facts)
-    n = max(20, min(samples, 100))
-    times = [
-        _search_and_report(client, questions_[i % len(questions_)], answers) for i in range(n + 10)
-    ]
-    times = times[10:]
-    p50, p95 = _stats(times)
-    return {"after_feedback_interleaved_p50_ms": p50, "after_feedback_interleaved_p95_ms": p95}
-
-
-def _stats(times: Sequence[float]) -> tuple[float, float]:
-    return round(percentile(times, 50), 2), round(percentile(times, 95), 2)
-
-
-def _capture_batch(
-    client: httpx.Client, embedder: Embedder, chunk: Sequence[Fact], *, near_duplicates: bool
-) -> tuple[float, float]:
-    """(seconds of ``embed_batch`` in this process, seconds of the HTTP capture) of ``chunk``."""
-    began = time.perf_counter()
-    embedder.embed_batch([f.content for f in chunk])
-    embed_s = time.perf_counter() - began
-    body = {
-        "memories": [{"content": f.content, "owner": f.owner} for f in chunk],
-        "near_duplicates": near_duplicates,
-    }
-    began = time.perf_counter()
-    response = client.post("/v1/memories/batch", json=body)
-    capture_s = time.perf_counter() - began
-    _check(response, "batch capture")
-    created = sum(r["status"] == "created" for r in response.json()["results"])
-    if created != len(chunk):
-        raise TribalError(f"batch capture created {created} of {len(chunk)} new memories")
-    return embed_s, capture_s
-
-
-def _capture_vs_embed(
-    client: httpx.Client, embedder: Embedder, facts: Sequence[Fact], batch: int
-) -> dict[str, float]:
-    """Captures/s over HTTP with and without the near-duplicate check, against raw embedding.
-
-    Batches of ``batch`` facts alternate between the two kinds of capture,
-    and each is embedded in this process just before it is sent, so a change
-    in the machine's load touches both kinds and their raw embedding alike.
-    The first batch of each kind is a warm-up, not timed: a server's first
-    near-duplicate check per owner loads index pages that later ones find
-    cached, as its first searches do. ``facts`` must hold at least four
-    batches, so each kind has a timed one.
-
-    Returns:
-        ``capture_per_s`` / ``embed_per_s`` (with the check, the default) and
-        ``capture_no_near_duplicates_per_s`` / ``..._embed_per_s`` (without),
-        each over the same texts; per second, higher is faster.
-    """
-    embed_s = {True: 0.0, False: 0.0}  # keyed by "with the check"
-    capture_s = {True: 0.0, False: 0.0}
-    counted = {True: 0, False: 0}
-    for number, start in enumerate(range(0, len(facts), batch)):
-        chunk = facts[start : start + batch]
-        check = number % 2 == 0
-        embed, capture = _capture_batch(client, embedder, chunk, near_duplicates=check)
-        if number >= 2:  # after the warm-up batch of each kind
-            embed_s[check] += embed
-            capture_s[check] += capture
-            counted[check] += len(chunk)
-    return {
-        "capture_per_s": round(counted[True] / capture_s[True], 1),
-        "embed_per_s": round(counted[True] / embed_s[True], 1),
-        "capture_no_near_duplicates_per_s": round(counted[False] / capture_s[False], 1),
-        "capture_no_near_duplicates_embed_per_s": round(counted[False] / embed_s[False], 1),
-    }
-
-
-def _query_embed_ms(embedder: Embedder, queries: Sequence[str], samples: int) -> list[float]:
-    return _timed(lambda q: embedder.embed(q, query=True), queries, samples)
-
-
 def _measure_size(
     n: int,
     *,
@@ -416,7 +118,7 @@ def _measure_size(
     )
     asked = questions(facts, max(50, min(samples, 500)), seed)
     asked_owned = questions(facts, max(50, min(samples, 500)), seed, owner=FILTER_OWNER)
-    # Timed capture batches, plus a warm-up batch of each kind (see _capture_vs_embed).
+    # Timed capture batches, plus a warm-up batch of each kind (see capture_vs_embed).
     capture_batch = max(1, min(CAPTURE_BATCH, options["capture_n"] // 2))
     capture_facts = generate(
         options["capture_n"] + 2 * capture_batch,
@@ -431,51 +133,20 @@ def _measure_size(
         httpx.Client(base_url=server.base_url, timeout=600.0) as client,
     ):
         figures["rss_idle_mb"] = server.memory_mb().get("rss_mb")
-        ingest_s, curve = _load(client, server, facts, vectors, embedder, log)
+        ingest_s, curve = load_corpus(client, server, facts, vectors, embedder, log)
         figures["ingest_s"] = round(ingest_s, 1)
         figures["ingest_per_s"] = round(n / ingest_s, 1)
         figures["rss_while_loading_mb"] = curve
-
         log(f"[{n}] searching ({warmup} warm-up + {samples} timed, each kind)")
-        search = _search_call(client, {})
-        _timed(search, asked, warmup)
-        figures["search_p50_ms"], figures["search_p95_ms"] = _stats(_timed(search, asked, samples))
-        filtered = _search_call(client, {"owner": FILTER_OWNER, "include_shared": False})
-        _timed(filtered, asked_owned, warmup)
-        times = _timed(filtered, asked_owned, samples)
-        figures["filtered_p50_ms"], figures["filtered_p95_ms"] = _stats(times)
-        figures["filtered_share"] = 1 / 20
-
-        cached_query = asked[0]
-        _make_cached(client, cached_query)
-        hit = _search_call(client, {}, expect_cached=True)
-        _timed(hit, [cached_query], warmup)
-        figures["cache_hit_p50_ms"], figures["cache_hit_p95_ms"] = _stats(
-            _timed(hit, [cached_query], samples)
+        figures.update(
+            search_figures(client, embedder, asked, asked_owned, samples=samples, warmup=warmup)
         )
-
-        floor = _query_embed_ms(embedder, asked, samples)
-        figures["query_embed_p50_ms"] = round(percentile(floor, 50), 2)
-        # A cache hit on the exact key embeds nothing, so it has no floor to compare with.
-        for name in ("search_p50_ms", "search_p95_ms", "filtered_p50_ms", "filtered_p95_ms"):
-            above = figures[name] - figures["query_embed_p50_ms"]
-            figures[name.replace("_ms", "_above_embed_ms")] = round(above, 2)
-
         log(f"[{n}] capture vs raw embedding ({len(capture_facts)} new facts, two kinds)")
-        capture = _capture_vs_embed(client, embedder, capture_facts, capture_batch)
-        figures.update(capture)
-        figures["capture_vs_embed"] = round(capture["capture_per_s"] / capture["embed_per_s"], 3)
-        # The same without the near-duplicate search: what the storage path costs.
-        figures["capture_no_near_duplicates_vs_embed"] = round(
-            capture["capture_no_near_duplicates_per_s"]
-            / capture["capture_no_near_duplicates_embed_per_s"],
-            3,
-        )
-
+        figures.update(capture_figures(client, embedder, capture_facts, capture_batch))
         if options["feedback_searches"]:
             log(f"[{n}] after feedback ({options['feedback_searches']} searches with feedback)")
             figures.update(
-                _after_feedback(
+                after_feedback(
                     client,
                     facts,
                     searches=options["feedback_searches"],
@@ -485,12 +156,11 @@ def _measure_size(
                     log=log,
                 )
             )
-
         if concurrent:
             log(f"[{n}] locust: {options['clients']} clients for {options['locust_s']} s")
             locust = run_locust(
                 server.base_url,
-                [q for q in asked if q != cached_query],
+                [q for q in asked if q != asked[0]],  # asked[0] is the cached query
                 work_dir,
                 clients=options["clients"],
                 seconds=options["locust_s"],
@@ -499,22 +169,10 @@ def _measure_size(
         memory = server.memory_mb()
         figures["rss_mb"] = memory.get("rss_mb")
         figures["rss_peak_mb"] = memory.get("peak_mb")
-
     log(f"[{n}] vector index recall against exact search")
     figures.update(_ann_recall(data_dir, embedder, asked, asked_owned))
-
     log(f"[{n}] baseline: numpy cosine + rank-bm25, in-process")
-    started = time.perf_counter()
-    baseline = PlainBaseline([f.content for f in facts], vectors, embedder)
-    figures["baseline_build_s"] = round(time.perf_counter() - started, 2)
-    baseline_samples = samples if n <= 20_000 else max(20, samples // 5)
-
-    def baseline_search(query: str) -> object:
-        return baseline.search(query, SEARCH_K)
-
-    _timed(baseline_search, asked, min(warmup, 5))
-    times = _timed(baseline_search, asked, baseline_samples)
-    figures["baseline_search_p50_ms"], figures["baseline_search_p95_ms"] = _stats(times)
+    figures.update(_baseline(facts, vectors, embedder, asked, samples=samples, warmup=warmup))
     figures["search_vs_baseline_p50"] = round(
         figures["search_p50_ms"] / figures["baseline_search_p50_ms"], 3
     )
@@ -522,6 +180,30 @@ def _measure_size(
         sum(p.stat().st_size for p in data_dir.rglob("*") if p.is_file()) / 1024**2, 1
     )
     return figures, locust
+
+
+def _baseline(
+    facts: Sequence[Fact],
+    vectors: Vector,
+    embedder: Embedder,
+    asked: Sequence[str],
+    *,
+    samples: int,
+    warmup: int,
+) -> dict[str, Any]:
+    """Build time (s) and search latency (ms) of the in-process plain baseline."""
+    started = time.perf_counter()
+    baseline = PlainBaseline([f.content for f in facts], vectors, embedder)
+    figures: dict[str, Any] = {"baseline_build_s": round(time.perf_counter() - started, 2)}
+    baseline_samples = samples if len(facts) <= 20_000 else max(20, samples // 5)
+
+    def baseline_search(query: str) -> object:
+        return baseline.search(query, SEARCH_K)
+
+    timed(baseline_search, asked, min(warmup, 5))
+    times = timed(baseline_search, asked, baseline_samples)
+    figures["baseline_search_p50_ms"], figures["baseline_search_p95_ms"] = p50_p95(times)
+    return figures
 
 
 def _ann_recall(
@@ -556,6 +238,29 @@ def _ann_recall(
                 recalls.append(len(approx & exact) / max(1, len(exact)))
             found[name] = round(sum(recalls) / max(1, len(recalls)), 4)
     return found
+
+
+def _settings_report(options: dict[str, Any], model_id: str) -> dict[str, Any]:
+    """What the report's figures were measured with, in words and numbers."""
+    return {
+        **{k: v for k, v in options.items() if k != "cache_dir"},
+        "k": SEARCH_K,
+        "model": model_id,
+        "search_request": "POST /v1/search {query, k: 10} (hybrid, default learned variant)",
+        "filtered_request": f"owner {FILTER_OWNER!r}, include_shared false: 5% of the store",
+        "client": "httpx, one keep-alive connection, sequential requests",
+        "embeddings": (
+            "the corpus is loaded through POST /v1/import with embeddings cached under "
+            "cache_dir; capture throughput always embeds with the real model"
+        ),
+        "baseline": "in-process numpy cosine + rank-bm25, top 50 each, 0.6/0.4 min-max fusion",
+        "capture": (
+            f"POST /v1/memories/batch of {CAPTURE_BATCH} facts (at most capture_n / 2), "
+            "batches alternating with and without the near-duplicate check after one "
+            "untimed warm-up batch of each; raw embedding of each batch's texts in this "
+            "process just before it"
+        ),
+    }
 
 
 def targets(report: dict[str, Any]) -> list[dict[str, Any]]:
@@ -664,25 +369,7 @@ def run_perf_bench(
         "cache_dir": cache_dir or default_cache_dir(),
         "feedback_searches": feedback_searches,
     }
-    report["settings"] = {
-        **{k: v for k, v in options.items() if k != "cache_dir"},
-        "k": SEARCH_K,
-        "model": embedder.model_id,
-        "search_request": "POST /v1/search {query, k: 10} (hybrid, default learned variant)",
-        "filtered_request": f"owner {FILTER_OWNER!r}, include_shared false: 5% of the store",
-        "client": "httpx, one keep-alive connection, sequential requests",
-        "embeddings": (
-            "the corpus is loaded through POST /v1/import with embeddings cached under "
-            "cache_dir; capture throughput always embeds with the real model"
-        ),
-        "baseline": "in-process numpy cosine + rank-bm25, top 50 each, 0.6/0.4 min-max fusion",
-        "capture": (
-            f"POST /v1/memories/batch of {CAPTURE_BATCH} facts (at most capture_n / 2), "
-            "batches alternating with and without the near-duplicate check after one "
-            "untimed warm-up batch of each; raw embedding of each batch's texts in this "
-            "process just before it"
-        ),
-    }
+    report["settings"] = _settings_report(options, embedder.model_id)
     report["sizes"] = {}
     report["concurrent"] = None
     ordered = sorted(set(sizes))
