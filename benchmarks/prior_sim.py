@@ -53,7 +53,7 @@ import numpy as np
 
 from tribal_memory.base.config import Settings
 from tribal_memory.base.models import LearnedParts, SearchFilters
-from tribal_memory.bench.learn import BenchStore, load, locomo_stores, suite_stores
+from tribal_memory.bench.learn_data import BenchStore, load, locomo_stores, suite_stores
 from tribal_memory.bench.metrics import hit_at, recall_at
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
 from tribal_memory.service.memory_service import MemoryService

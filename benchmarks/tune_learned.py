@@ -30,15 +30,12 @@ from typing import Any
 from tribal_memory.base.config import Settings
 from tribal_memory.bench.learn import (
     AGENT_FEEDBACK_K,
-    BenchStore,
     _measure,
     _replay,
     _Rows,
     _summary,
-    load,
-    locomo_stores,
-    suite_stores,
 )
+from tribal_memory.bench.learn_data import BenchStore, load, locomo_stores, suite_stores
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
 from tribal_memory.learned.learner import Learner
 from tribal_memory.retrieval import Retriever

@@ -5,14 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from tribal_memory.base.models import MemoryInput
-from tribal_memory.bench.learn import (
-    SETS,
-    BenchQuestion,
-    BenchStore,
-    reword,
-    run_learn_bench,
-    suite_stores,
-)
+from tribal_memory.bench.learn import SETS, run_learn_bench
+from tribal_memory.bench.learn_data import BenchQuestion, BenchStore, reword, suite_stores
 from tribal_memory.embeddings.base import Embedder
 
 

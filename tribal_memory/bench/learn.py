@@ -38,8 +38,6 @@ from __future__ import annotations
 
 import json
 import platform
-import random
-import re
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -52,18 +50,18 @@ from tribal_memory.base.errors import InvalidInput
 from tribal_memory.base.models import (
     SHARED_OWNER,
     LearnedParts,
-    MemoryInput,
     SearchFilters,
     SearchMode,
     SearchResult,
 )
+from tribal_memory.bench.learn_data import BenchQuestion, BenchStore, load, reword
+from tribal_memory.bench.learn_targets import targets
 from tribal_memory.bench.metrics import hit_at, percentile, recall_at, reciprocal_rank
 from tribal_memory.embeddings.base import Embedder
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
 from tribal_memory.service.memory_service import MemoryService
 
 DEPTH = 25
-CATEGORIES = (1, 2, 3, 4)
 SETS = ("new", "new_fed", "new_unfed", "repeat", "reword")
 VARIANTS: dict[str, tuple[SearchMode, LearnedParts]] = {
     "vector": ("vector", LearnedParts.none()),
@@ -78,40 +76,7 @@ VARIANTS: dict[str, tuple[SearchMode, LearnedParts]] = {
     "-feedback": ("hybrid", LearnedParts(feedback=False)),
     "-anchors": ("hybrid", LearnedParts(anchors=False)),
 }
-_BATCH = 64
-_WH = r"(?:what|when|where|who|whom|whose|which|why|how(?:\s+(?:many|much|long|often))?)"
-_AUX = r"(?:is|are|was|were|do|does|did|has|have|had|can|could|will|would|should)"
-_LEADING_WH = re.compile(rf"^\s*{_WH}\b(?:\s+{_AUX}\b)?\s*", re.IGNORECASE)
-_TRAILING_CLAUSE = re.compile(
-    r"^(?P<head>.+?)\s+(?P<tail>(?:in|on|at|for|with|about|after|before|during|from|to)\s+"
-    r"[^,]+?)\s*\?*\s*$",
-    re.IGNORECASE,
-)
-
 Log = Callable[[str], None]
-
-
-@dataclass(frozen=True, slots=True)
-class BenchQuestion:
-    """A question with the gold keys (``metadata["key"]`` of memories) that answer it.
-
-    ``answer``: the expected answer's text, if known (LoCoMo's ``answer``): what
-    the session protocol's reformulated search adds to the question.
-    """
-
-    text: str
-    gold: tuple[str, ...]
-    answer: str = ""
-
-
-@dataclass(slots=True)
-class BenchStore:
-    """One store's memories (each with ``metadata["key"]``) and its question split."""
-
-    owner: str
-    memories: list[MemoryInput]
-    fed: list[BenchQuestion]
-    new: list[BenchQuestion]
 
 
 @dataclass(slots=True)
@@ -119,96 +84,6 @@ class _Rows:
     rows: dict[str, dict[str, list[dict[str, float]]]] = field(
         default_factory=lambda: {v: {s: [] for s in SETS} for v in VARIANTS}
     )
-
-
-def reword(question: str, index: int) -> str:
-    """A rule-based rewording of ``question``; the rule is picked by ``index % 3``.
-
-    0: drop the leading question word and auxiliary ("When did Ana move?" →
-    "Ana move"); 1: move a trailing prepositional clause to the front
-    ("What did Ana buy in Lisbon?" → "In Lisbon, what did Ana buy?"), falling
-    back to rule 0; 2: "Do you remember <question>?".
-    """
-    text = question.strip().rstrip("?").strip()
-    rule = index % 3
-    if rule == 1:
-        match = _TRAILING_CLAUSE.match(text)
-        if match and len(match["head"].split()) >= 2:
-            tail = match["tail"]
-            return f"{tail[0].upper()}{tail[1:]}, {match['head'][0].lower()}{match['head'][1:]}?"
-        rule = 0
-    if rule == 0:
-        dropped = _LEADING_WH.sub("", text)
-        return dropped if dropped and dropped != text else f"About {text[0].lower()}{text[1:]}"
-    return f"Do you remember {text[0].lower()}{text[1:]}?"
-
-
-def locomo_stores(path: Path, seed: int, limit_samples: int | None = None) -> list[BenchStore]:
-    """LoCoMo conversations as bench stores, questions split in half by ``seed``.
-
-    Raises:
-        InvalidInput: ``path`` is not a readable LoCoMo-format file.
-    """
-    from tribal_memory.documents.locomo import load_locomo
-
-    stores = []
-    for sample in load_locomo(path)[:limit_samples]:
-        memories = [
-            MemoryInput(
-                m.content,
-                owner=m.owner,
-                kind=m.kind,
-                source=m.source,
-                doc_id=m.doc_id,
-                chunk_index=m.chunk_index,
-                event_time=m.event_time,
-                metadata={**m.metadata, "key": str(m.metadata.get("dia_id"))},
-            )
-            for m in sample.memories
-        ]
-        questions = [
-            BenchQuestion(q.question, tuple(q.evidence), q.answer)
-            for q in sample.questions
-            if q.category in CATEGORIES and q.evidence
-        ]
-        random.Random(f"{seed}:{sample.sample_id}").shuffle(questions)
-        half = len(questions) // 2
-        stores.append(BenchStore(sample.sample_id, memories, questions[:half], questions[half:]))
-    return stores
-
-
-def suite_stores(name: str, seed: int) -> list[BenchStore]:
-    """A project suite as one bench store: half the facts fed on their first phrasing.
-
-    Raises:
-        NotFound: no suite of that name. InvalidInput: a malformed suite file.
-    """
-    from tribal_memory.bench.suite import load_suite
-
-    suite = load_suite(name)
-    owner = "team"
-    memories = [
-        MemoryInput(f.content, owner=owner, metadata={"key": f.fact_id, "kind": f.kind})
-        for f in suite.facts
-    ]
-    memories += [
-        MemoryInput(text, owner=owner, metadata={"key": f"distractor-{i}"})
-        for i, text in enumerate(suite.distractors)
-    ]
-    facts = list(suite.facts)
-    random.Random(seed).shuffle(facts)
-    half = len(facts) // 2
-    fed = [BenchQuestion(f.questions[0].text, (f.fact_id,)) for f in facts[:half]]
-    new = [BenchQuestion(q.text, (f.fact_id,)) for f in facts[:half] for q in f.questions[1:]]
-    new += [BenchQuestion(q.text, (f.fact_id,)) for f in facts[half:] for q in f.questions]
-    return [BenchStore(owner, memories, fed, new)]
-
-
-def load(service: MemoryService, memories: Sequence[MemoryInput]) -> None:
-    """Capture ``memories`` in batches of ``_BATCH``, then optimise so every row is indexed."""
-    for start in range(0, len(memories), _BATCH):
-        service.capture_batch(list(memories[start : start + _BATCH]))
-    service.optimize()
 
 
 def _keys(result: SearchResult) -> list[str]:
@@ -388,83 +263,24 @@ def _after_feedback(variants: dict[str, Any]) -> dict[str, float | None]:
     }
 
 
-def targets(report: dict[str, Any]) -> list[dict[str, Any]]:
-    """Issue 15's targets checked against a report: ``[{name, value, target, met}]``.
-
-    Empty when the report lacks the ``plain`` or ``learned`` variant.
-    """
-    v = report["variants"]
-    learned, plain = v.get("learned"), v.get("plain")
-    if learned is None or plain is None:
-        return []
-    checks: list[tuple[str, float | None, float, bool]] = []
-
-    def add(name: str, value: float | None, target: float, higher_is_better: bool = True) -> None:
-        met = value is not None and (value >= target if higher_is_better else value <= target)
-        checks.append((name, value, target, met))
-
-    def recall(variant: dict[str, Any], set_name: str) -> float:
-        return float(variant[set_name]["recall@10"])
-
-    if report["protocol"] == "feedback-half":
-        session = "session" in report["feedback"]
-        add(
-            "new: learned recall@10 >= plain + 0.05"
-            if session
-            else "new: learned recall@10 >= plain + 0.02",
-            recall(learned, "new"),
-            recall(plain, "new") + (0.05 if session else 0.02),
-        )
-        if session:
-            add("repeat: learned recall@10 >= 0.95", recall(learned, "repeat"), 0.95)
-        else:
-            add(
-                "new_fed: learned recall@10 >= plain + 0.10",
-                recall(learned, "new_fed"),
-                recall(plain, "new_fed") + 0.10,
-            )
-            add(
-                "new_unfed: learned recall@10 >= plain - 0.005",
-                recall(learned, "new_unfed"),
-                recall(plain, "new_unfed") - 0.005,
-            )
-            add(
-                "repeat: used memories in the top 10 >= 0.99",
-                learned["repeat"]["used_in_top10"],
-                0.99,
-            )
-            add(
-                "reword: used memories in the top 10 >= 0.97",
-                learned["reword"]["used_in_top10"],
-                0.97,
-            )
-        add("new: false cache hits <= 1%", learned["new"]["false_hit_rate"], 0.01, False)
-        if "other_agent" in learned and "other_agent" in plain:
-            add(
-                "other agent new_fed: learned recall@10 >= plain + 0.10",
-                learned["other_agent"]["new_fed"]["recall@10"],
-                plain["other_agent"]["new_fed"]["recall@10"] + 0.10,
-            )
-        add(
-            "new: learned p50 <= 1.5 x plain p50",
-            learned["new"]["p50_ms"],
-            1.5 * plain["new"]["p50_ms"],
-            False,
-        )
-    else:
-        add(
-            "unseen phrasings: learned hit@5 >= plain + 0.10",
-            learned["new_fed"]["hit@5"],
-            plain["new_fed"]["hit@5"] + 0.10,
-        )
-        add(
-            "other facts: learned hit@5 >= plain - 0.005",
-            learned["new_unfed"]["hit@5"],
-            plain["new_unfed"]["hit@5"] - 0.005,
-        )
-    return [
-        {"name": n, "value": val, "target": round(t, 4), "met": met} for n, val, t, met in checks
-    ]
+_REPORTED_SETTINGS = (
+    "vector_weight",
+    "candidate_pool",
+    "semantic_cache_threshold",
+    "feedback_similarity",
+    "feedback_learning_rate",
+    "feedback_penalty_rate",
+    "max_boost",
+    "max_penalty",
+    "usage_prior_weight",
+    "skip_prior_weight",
+    "boost_relevance_gate",
+    "team_learning",
+    "anchor_min_uses",
+    "anchor_weight",
+    "expansion_weight",
+)
+"""The settings a report records (those the learned layer's figures depend on)."""
 
 
 def run_learn_bench(
@@ -558,26 +374,7 @@ def run_learn_bench(
         "feedback_coverage": round(gold_fed / gold_total, 4) if gold_total else 0.0,
         "agents": agents,
         "variants": {name: {s: _summary(rows.rows[name][s]) for s in SETS} for name in variants},
-        "settings": {
-            name: getattr(settings, name)
-            for name in (
-                "vector_weight",
-                "candidate_pool",
-                "semantic_cache_threshold",
-                "feedback_similarity",
-                "feedback_learning_rate",
-                "feedback_penalty_rate",
-                "max_boost",
-                "max_penalty",
-                "usage_prior_weight",
-                "skip_prior_weight",
-                "boost_relevance_gate",
-                "team_learning",
-                "anchor_min_uses",
-                "anchor_weight",
-                "expansion_weight",
-            )
-        },
+        "settings": {name: getattr(settings, name) for name in _REPORTED_SETTINGS},
         "machine": f"{platform.machine()} {platform.system()}, Python {platform.python_version()}",
     }
     if agents == 2:

@@ -112,7 +112,8 @@ def bench_learn(
     """Learning benchmark: feed back half the questions, measure new, repeated, reworded."""
     run = _Run(ctx, data_dir, json_out)
     from tribal_memory.base.errors import InvalidInput
-    from tribal_memory.bench.learn import locomo_stores, run_learn_bench, suite_stores
+    from tribal_memory.bench.learn import run_learn_bench
+    from tribal_memory.bench.learn_data import locomo_stores, suite_stores
 
     if (path is None) == (suite is None):
         raise InvalidInput("give either a LoCoMo-format PATH or --suite NAME")
