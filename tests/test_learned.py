@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from sqlalchemy import select
 
 from tribal_memory.base.config import Settings
-from tribal_memory.base.db import Database, make_engine, migrate, read_generation
+from tribal_memory.base.db import Database, make_engine, migrate
 from tribal_memory.base.errors import Conflict, InvalidInput, NotFound
 from tribal_memory.base.models import (
     LearnedParts,
@@ -31,6 +31,7 @@ from tribal_memory.base.models import (
     SearchMode,
     SearchResult,
 )
+from tribal_memory.base.sql import read_generation
 from tribal_memory.base.tables import QueryExpansionRow, QueryFactWeightRow
 from tribal_memory.bench.perf_corpus import generate
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder

@@ -17,9 +17,10 @@ import numpy as np
 import pytest
 from sqlalchemy import delete, event, insert, select
 
-from tribal_memory.base.db import Database, make_engine, migrate, read_changes, read_generation
+from tribal_memory.base.db import Database, make_engine, migrate
 from tribal_memory.base.generation_triggers import KEEP_CHANGES
 from tribal_memory.base.models import SHARED_OWNER
+from tribal_memory.base.sql import read_changes, read_generation
 from tribal_memory.base.tables import LearnedChangeRow, QueryCacheRow, QueryFactWeightRow, utcnow
 from tribal_memory.learned import query_cache
 from tribal_memory.learned.anchors import AnchorIndex, owners_for

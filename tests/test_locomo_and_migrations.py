@@ -117,7 +117,8 @@ def test_migration_0006_gives_anchors_the_owners_whose_feedback_made_them(
     from alembic import command
     from sqlalchemy import text
 
-    from tribal_memory.base.db import _alembic_config, read_generation
+    from tribal_memory.base.db import _alembic_config
+    from tribal_memory.base.sql import read_generation
 
     engine = make_engine(tmp_path / "t.sqlite3")
 

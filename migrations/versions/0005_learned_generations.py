@@ -2,7 +2,7 @@
 
 Kept by triggers in the writing transaction, so a process that caches
 something derived from those tables sees every change, whichever process or
-code path made it, at its next read of one row (see tribal_memory.base.db.read_generation).
+code path made it, at its next read of one row (see tribal_memory.base.sql.read_generation).
 
 Revision ID: 0005
 Revises: 0004

@@ -5,7 +5,7 @@ tables; they now also write the changed row's query key (query cache,
 weights, expansions) or memory id (anchors) to ``learned_changes`` under the
 counter's new value, keeping the last ``KEEP_CHANGES`` per counter. A process
 holding an index built at one counter value re-reads only those keys instead
-of every row (see tribal_memory.base.db.read_changes).
+of every row (see tribal_memory.base.sql.read_changes).
 
 Revision ID: 0009
 Revises: 0008

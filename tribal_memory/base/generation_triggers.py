@@ -4,10 +4,10 @@ A trigger on a learned table adds one to a named counter on every insert,
 update or delete of a row, in the writing transaction, so a process that
 caches something derived from the table sees every change, whichever process
 or code path made it, at its next read of one row
-(:func:`tribal_memory.base.db.read_generation`). Given an item expression, the
+(:func:`tribal_memory.base.sql.read_generation`). Given an item expression, the
 trigger also logs which key each change touched, under the counter's new
 value, in ``learned_changes`` (the last :data:`KEEP_CHANGES` per counter), so
-such a process can re-read only what changed (:func:`tribal_memory.base.db.read_changes`).
+such a process can re-read only what changed (:func:`tribal_memory.base.sql.read_changes`).
 """
 
 from __future__ import annotations

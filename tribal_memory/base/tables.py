@@ -149,7 +149,7 @@ class LearnedGenerationRow(Base):
 
     ``name`` is ``query_cache:<owner>`` (any change to that owner's cache
     entries) or ``fact_anchors`` (any change to any anchor); see
-    :func:`tribal_memory.base.db.read_generation`. Derived state: not exported.
+    :func:`tribal_memory.base.sql.read_generation`. Derived state: not exported.
     """
 
     __tablename__ = "learned_generations"
@@ -165,7 +165,7 @@ class LearnedChangeRow(Base):
     ``item``: the changed row's query key (``query_cache:<owner>``) or memory
     id (``fact_anchors``). The last ``KEEP_CHANGES`` per counter are kept
     (:mod:`tribal_memory.base.generation_triggers`); see
-    :func:`tribal_memory.base.db.read_changes`. Derived state: not exported.
+    :func:`tribal_memory.base.sql.read_changes`. Derived state: not exported.
     """
 
     __tablename__ = "learned_changes"

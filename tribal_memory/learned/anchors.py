@@ -35,9 +35,10 @@ from typing import Literal
 
 from sqlalchemy import Row, delete, or_, select
 
-from tribal_memory.base.db import Database, read_changes, read_generation
+from tribal_memory.base.db import Database
 from tribal_memory.base.errors import InvalidInput
 from tribal_memory.base.models import SHARED_OWNER, Anchor
+from tribal_memory.base.sql import read_changes, read_generation
 from tribal_memory.base.tables import FactAnchorRow
 from tribal_memory.learned.text import content_terms, stem
 
@@ -49,7 +50,7 @@ MAX_PATCHED = 500
 """Most changed memories a reload patches in; past that it reads every active anchor."""
 
 GENERATION = "fact_anchors"
-"""The change counter of all anchors (:func:`tribal_memory.base.db.read_generation`)."""
+"""The change counter of all anchors (:func:`tribal_memory.base.sql.read_generation`)."""
 
 
 @dataclass(frozen=True, slots=True)

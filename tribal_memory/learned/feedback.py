@@ -34,7 +34,8 @@ from typing import Any
 
 from sqlalchemy import case, func, select
 
-from tribal_memory.base.db import Database, days_since
+from tribal_memory.base.db import Database
+from tribal_memory.base.sql import days_since
 from tribal_memory.base.tables import QueryFactWeightRow, RetrievalEventRow, utcnow
 from tribal_memory.learned.memo import RowsByKey, changed_keys
 from tribal_memory.learned.query_cache import PastQuery

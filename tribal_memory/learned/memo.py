@@ -17,7 +17,8 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Generic, TypeVar
 
-from tribal_memory.base.db import Database, read_changes
+from tribal_memory.base.db import Database
+from tribal_memory.base.sql import read_changes
 from tribal_memory.learned.query_cache import QueryCache
 
 _Row = TypeVar("_Row")
@@ -33,7 +34,7 @@ class RowsByKey(Generic[_Row]):
         read: ``read(owner, keys) -> {key: rows}``; keys without rows may be absent.
         changed: ``changed(owner, since, until)``: the keys whose rows changed
             between two counter values, None when unknown (see
-            :func:`tribal_memory.base.db.read_changes`); None: forget every key.
+            :func:`tribal_memory.base.sql.read_changes`); None: forget every key.
         max_keys: Most keys kept per owner.
     """
 

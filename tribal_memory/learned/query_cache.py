@@ -24,8 +24,9 @@ from typing import Any
 import numpy as np
 from sqlalchemy import select
 
-from tribal_memory.base.db import Database, read_changes, read_generation
+from tribal_memory.base.db import Database
 from tribal_memory.base.models import Memory, memory_from_json, memory_to_json
+from tribal_memory.base.sql import read_changes, read_generation
 from tribal_memory.base.tables import QueryCacheRow, utcnow
 from tribal_memory.embeddings.base import Vector
 
@@ -153,14 +154,14 @@ class QueryCache:
 
     @staticmethod
     def generation_name(owner: str) -> str:
-        """The change counter of ``owner``'s entries (see ``base.db.read_generation``)."""
+        """The change counter of ``owner``'s entries (see ``base.sql.read_generation``)."""
         return f"query_cache:{owner}"
 
     def past_queries(self, owner: str, *, generation: int | None = None) -> PastQueries | None:
         """``owner``'s entries as an in-memory index, or None when it has none.
 
         The index is reused while the owner's change counter (kept by database
-        triggers: :func:`tribal_memory.base.db.read_generation`) is unchanged, and
+        triggers: :func:`tribal_memory.base.sql.read_generation`) is unchanged, and
         rebuilt when any process changed the owner's entries since.
 
         Args:
