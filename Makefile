@@ -25,6 +25,7 @@ test: install
 lint: install
 	$(VENV)/bin/ruff check tribal_memory tests benchmarks migrations
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 
 bench: install
 	$(VENV)/bin/tribal-memory bench locomo $(DATA) --out benchmarks/results/locomo-dev.json

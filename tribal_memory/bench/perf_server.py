@@ -18,13 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from tribal_memory.base.errors import TribalError
-from tribal_memory.bench import server_process as serverproc
+from tribal_memory.bench import server_process
 
 LOCUSTFILE = Path(__file__).with_name("locustfile.py")
 """The locust scenario (random questions to ``POST /v1/search``)."""
 
 
-class ServerProcess(serverproc.ServerProcess):
+class ServerProcess(server_process.ServerProcess):
     """``python -m tribal_memory.interfaces.api.server`` on a free loopback port (context manager).
 
     Args:
@@ -37,11 +37,11 @@ class ServerProcess(serverproc.ServerProcess):
     """
 
     def __init__(self, data_dir: Path, log_path: Path) -> None:
-        port = serverproc.free_port()
+        port = server_process.free_port()
         env = {
             "TRIBAL_DATA_DIR": str(data_dir),
             "TRIBAL_PORT": str(port),
-            "TRIBAL_HOST": serverproc.LOOPBACK,
+            "TRIBAL_HOST": server_process.LOOPBACK,
         }
         super().__init__(
             ["-m", "tribal_memory.interfaces.api.server"], log_path=log_path, port=port, env=env
