@@ -51,6 +51,7 @@ from tribal_memory.documents.parsing import (
     document_format,
     parse_document,
 )
+from tribal_memory.store.base import MemoryStore
 
 if TYPE_CHECKING:
     from tribal_memory.service.memory_service import MemoryService
@@ -110,7 +111,7 @@ class DocumentIndex:
     def __init__(self, service: MemoryService) -> None:
         self._service = service
         self._db = service.db
-        self._store = service.store
+        self._store: MemoryStore = service.store
         self._lock = service.db.lock("documents", on_acquire=service.store.refresh)
 
     # -- validation -----------------------------------------------------------
