@@ -12,7 +12,8 @@ from tribal_memory.store.lancedb import LanceMemoryStore
 def open_existing(uri: str) -> MemoryStore | None:
     """The store at ``uri``, opened with the embedding model it records; None when there is none.
 
-    Nothing is created at ``uri``. The caller closes the store.
+    No store is created when there is none (a missing local directory is, as
+    LanceDB connects). The caller closes the store.
 
     Raises:
         StoreUnavailable: the location cannot be read.

@@ -190,8 +190,8 @@ class LanceMemoryStore(MemoryStore):
     def open_existing(cls, uri: str) -> LanceMemoryStore | None:
         """The store at ``uri`` with the model its table records; None when it has no table.
 
-        For tools that need no embedding model (backup): nothing is created
-        at ``uri`` when no store is there.
+        For tools that need no embedding model (backup). No table is created
+        when there is none (LanceDB's connect makes a missing local directory).
 
         Raises:
             StoreUnavailable: the location cannot be read.
