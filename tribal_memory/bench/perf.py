@@ -217,10 +217,13 @@ def _ann_recall(
     index yet both are exact and recall is 1.0.
     """
     from tribal_memory.service.memory_service import MemoryService
+    from tribal_memory.store.lancedb import LanceMemoryStore
 
     found: dict[str, Any] = {}
     with MemoryService(Settings(data_dir=data_dir), embedder=embedder) as service:
         store = service.store
+        # The IVF index and exact search are LanceDB's: this measures that store.
+        assert isinstance(store, LanceMemoryStore)
         found["ann_index"] = store.index_state()["ann"]
         ann = store.ann_index_stats()
         found["ann_segments"] = ann["segments"] if ann is not None else None

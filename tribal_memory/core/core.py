@@ -39,6 +39,7 @@ from tribal_memory.embeddings.base import Embedder, Vector
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
 from tribal_memory.graph.relations import RelationGraph
 from tribal_memory.learned import forget_cached, forget_learned
+from tribal_memory.store.base import MemoryStore
 from tribal_memory.store.lancedb import LanceMemoryStore
 
 
@@ -90,7 +91,7 @@ class Core:
             # migrates and creates the LanceDB table and its index, the others open them.
             with self.db.lock("startup"):
                 migrate(self.db.engine)
-                self.store = LanceMemoryStore(
+                self.store: MemoryStore = LanceMemoryStore(
                     settings.lancedb_uri,
                     self.embedder.model_id,
                     self.embedder.dim,

@@ -51,6 +51,7 @@ from tribal_memory.documents.parsing import (
     document_format,
     parse_document,
 )
+from tribal_memory.store.base import MemoryStore
 
 if TYPE_CHECKING:
     from tribal_memory.core import Core
@@ -110,7 +111,7 @@ class DocumentIndex:
     def __init__(self, core: Core) -> None:
         self._core = core
         self._db = core.db
-        self._store = core.store
+        self._store: MemoryStore = core.store
         self._lock = core.db.lock("documents", on_acquire=core.store.refresh)
 
     # -- validation -----------------------------------------------------------

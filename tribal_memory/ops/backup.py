@@ -3,11 +3,11 @@
 A backup is itself a data dir: point ``--data-dir`` at it, or copy it into
 place with :func:`restore_backup`. It is taken while servers write:
 
-1. LanceDB: the ``memories`` table is pinned at its current version (every
-   write acknowledged before the backup started is in that version: LanceDB
-   commits a version before ``add`` returns) and copied row by row into a new
-   table with the same schema and model metadata; the full-text index is
-   rebuilt. Later writes are not in the backup.
+1. Memories: the store copies itself as of now (:meth:`MemoryStore.copy_to`;
+   every write acknowledged before the backup started is in the copy, later
+   writes are not). For LanceDB: the ``memories`` table pinned at its current
+   version, copied row by row into a new table with the same schema and model
+   metadata, the full-text index rebuilt.
 2. SQLite: copied with SQLite's online backup API, a consistent snapshot
    taken after step 1. From PostgreSQL (``database_url``), every table's rows
    are read in one repeatable-read transaction (a snapshot) and written into
@@ -27,14 +27,10 @@ import json
 import shutil
 import sqlite3
 import tempfile
-from collections.abc import Iterator
 from contextlib import closing
 from datetime import UTC, datetime
 from pathlib import Path
 
-import lancedb
-import pyarrow as pa
-from lancedb.index import FTS
 from sqlalchemy import Engine, insert, select
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -50,7 +46,7 @@ from tribal_memory.base.db import (
 from tribal_memory.base.errors import InvalidInput, StoreUnavailable
 from tribal_memory.base.tables import Base
 from tribal_memory.ops.maintenance import prune_orphans
-from tribal_memory.store.lancedb import TABLE
+from tribal_memory.store import StoreCopy, open_existing
 
 MANIFEST = "backup.json"
 """File in a backup recording when and from which table version it was taken."""
@@ -93,27 +89,19 @@ def _require_empty(path: Path, what: str) -> None:
         raise InvalidInput(f"{what} {path} exists and is not an empty directory")
 
 
-def _copy_memories(source_uri: str, target_uri: str) -> tuple[int, list[str], int]:
-    """Copy the pinned current version; returns (version, memory ids, rows)."""
-    source = lancedb.connect(source_uri)
-    if TABLE not in source.list_tables().tables:
-        return 0, [], 0
-    table = source.open_table(TABLE)
-    version = int(table.version)
-    table.checkout(version)  # later writes by the server do not reach this handle
-    schema = table.schema
-    reader = table.search().select(list(schema.names)).limit(None).to_batches(_COPY_BATCH_ROWS)
-    ids: list[str] = []
+def _copy_memories(source_uri: str, target_uri: str) -> StoreCopy:
+    """Copy the memory store at ``source_uri`` as of now (version 0, no ids: it has none).
 
-    def batches() -> Iterator[pa.RecordBatch]:
-        for batch in reader:
-            ids.extend(str(i) for i in batch.column("memory_id").to_pylist())
-            yield batch.select(schema.names)
-
-    data = pa.RecordBatchReader.from_batches(schema, batches())
-    copy = lancedb.connect(target_uri).create_table(TABLE, data=data, schema=schema)
-    copy.create_index("content", config=FTS(with_position=False))
-    return version, ids, len(ids)
+    Raises:
+        StoreUnavailable: the store cannot be read or the copy cannot be written.
+    """
+    store = open_existing(source_uri)
+    if store is None:
+        return StoreCopy(0, [])
+    try:
+        return store.copy_to(target_uri)
+    finally:
+        store.close()
 
 
 def _copy_sqlite(source: Path, target: Path, busy_timeout_ms: int) -> None:
@@ -198,18 +186,15 @@ def create_backup(settings: Settings, destination: Path) -> BackupReport:
     except OSError as exc:
         raise StoreUnavailable(f"cannot write the backup at {destination}: {exc}") from exc
     try:
-        try:
-            version, ids, rows = _copy_memories(settings.lancedb_uri, str(work / _LANCEDB_DIR))
-        except Exception as exc:  # noqa: BLE001 - LanceDB/Arrow raise many types
-            raise StoreUnavailable(f"cannot copy the memory store: {exc}") from exc
+        copied = _copy_memories(settings.lancedb_uri, str(work / _LANCEDB_DIR))
         _copy_sql(settings, work)
         engine = make_engine(work / _SQLITE_FILE)
         try:
             migrate(engine)
-            pruned = prune_orphans(Database(engine), set(ids))
+            pruned = prune_orphans(Database(engine), set(copied.memory_ids))
         finally:
             engine.dispose()
-        report = BackupReport(destination, rows, version, pruned, started)
+        report = BackupReport(destination, len(copied.memory_ids), copied.version, pruned, started)
         manifest = {k: v for k, v in report.as_dict().items() if k != "path"}
         (work / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
         if destination.exists():

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import delete, or_, select
 
 from tribal_memory.base.db import Database
+from tribal_memory.base.models import SearchFilters
 from tribal_memory.base.tables import FactAnchorRow, QueryCacheRow, QueryFactWeightRow, RelationRow
 from tribal_memory.learned import forget_learned
 
@@ -95,7 +96,7 @@ def check_consistency(core: Core) -> ConsistencyReport:
     Raises:
         StoreUnavailable: either store cannot be read.
     """
-    counts = Counter(core.store.memory_ids())
+    counts = Counter(core.store.ids_of(SearchFilters()))  # an id stored twice: listed twice
     duplicates = tuple(sorted(i for i, n in counts.items() if n > 1))
     return ConsistencyReport(len(counts), duplicates, sql_orphans(core.db, set(counts)))
 

@@ -321,5 +321,5 @@ class MemoryService(RetrievalOperations, GraphOperations):
         """
         with self.core.references_lock:
             if repair:
-                prune_orphans(self.db, set(self.store.memory_ids()))
+                prune_orphans(self.db, set(self.store.ids_of(SearchFilters())))
             return check_consistency(self.core)

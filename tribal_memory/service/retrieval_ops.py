@@ -39,7 +39,7 @@ from tribal_memory.learned.learner import Learner, event_results, scope_of
 from tribal_memory.learned.stats import Bucket, RetrievalStats, retrieval_stats
 from tribal_memory.retrieval import Retriever, VariantPins
 from tribal_memory.retrieval.vector import check_vector, search_by_vector
-from tribal_memory.store.lancedb import LanceMemoryStore
+from tribal_memory.store.base import MemoryStore
 
 
 class RetrievalOperations:
@@ -48,7 +48,7 @@ class RetrievalOperations:
     core: Core
     settings: Settings
     db: Database
-    store: LanceMemoryStore
+    store: MemoryStore
     embedder: Embedder
     graph_queries: GraphQueries
     learner: Learner

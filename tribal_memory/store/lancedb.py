@@ -23,7 +23,7 @@ import time
 from collections.abc import Awaitable, Iterable, Iterator, Sequence
 from concurrent.futures import Future
 from datetime import timedelta
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import lancedb
 import numpy as np
@@ -41,8 +41,13 @@ from tribal_memory.base.errors import (
 )
 from tribal_memory.base.models import Memory, SearchFilters
 from tribal_memory.embeddings.base import Vector
-from tribal_memory.store.base import ScoredMemory
-from tribal_memory.store.event_loop import next_batch, shared_event_loop, translated
+from tribal_memory.store.base import MemoryStore, ScoredMemory, StoreCopy
+from tribal_memory.store.event_loop import (
+    next_batch,
+    public_message,
+    shared_event_loop,
+    translated,
+)
 from tribal_memory.store.lance_rows import (
     COLUMNS,
     DIM_KEY,
@@ -88,14 +93,16 @@ _IVF_MAX_SEGMENTS = 2
 """Segments the IVF index may have before ``optimize()`` rebuilds it (see ``_retrain_due``)."""
 _RETRAIN_GROWTH = 1.25
 """Growth since training after which extra segments make ``optimize()`` rebuild the index."""
+_COPY_BATCH_ROWS = 2048
+"""Rows per batch :meth:`LanceMemoryStore.copy_to` reads and writes."""
 
 
-class LanceMemoryStore:
+class LanceMemoryStore(MemoryStore):
     """:class:`~tribal_memory.store.base.MemoryStore` over a local (or object-store) LanceDB.
 
     Every call goes through LanceDB's async API on one shared background event
     loop (:class:`EventLoop`); methods block until their result is in, except
-    :meth:`start_text_search`, which returns at once.
+    the ``start_*`` ones, which return at once.
 
     Args:
         uri: LanceDB location (a directory path or any URI LanceDB supports).
@@ -147,6 +154,7 @@ class LanceMemoryStore:
     ) -> None:
         self.model_id = model_id
         self.dim = dim
+        self._uri = uri
         self._ann_index_min_rows = ann_index_min_rows
         self._ann_nprobes = ann_nprobes
         self._optimize_every_rows = optimize_every_rows
@@ -177,6 +185,22 @@ class LanceMemoryStore:
             metadata_cache_size_bytes=index_cache_mb * 1024**2 // 4,
         )
         self._table: AsyncTable = self._run("open", self._open(uri, read_consistency_s, session))
+
+    @classmethod
+    def open_existing(cls, uri: str) -> LanceMemoryStore | None:
+        """The store at ``uri`` with the model its table records; None when it has no table.
+
+        For tools that need no embedding model (backup). No table is created
+        when there is none (LanceDB's connect makes a missing local directory).
+
+        Raises:
+            StoreUnavailable: the location cannot be read.
+        """
+        found = shared_event_loop().submit(translated("open", _recorded_model(uri))).result()
+        if found is None:
+            return None
+        model_id, dim = found
+        return cls(uri, model_id, dim)
 
     def _run(self, action: str, awaitable: Awaitable[_T]) -> _T:
         return self._loop.submit(translated(action, awaitable)).result()
@@ -262,7 +286,9 @@ class LanceMemoryStore:
                 raise NotFound(f"no memory with id {memory.memory_id}")
             vector = np.asarray(stored.column("vector")[0].as_py(), dtype=np.float32)
         builder = self._table.merge_insert("memory_id").when_matched_update_all()
-        await builder.execute([to_row(memory, vector)])
+        result = await builder.execute([to_row(memory, vector)])
+        if not result.num_updated_rows:
+            raise NotFound(f"no memory with id {memory.memory_id}")
         return vector
 
     def delete(self, memory_ids: Sequence[str]) -> int:
@@ -469,10 +495,6 @@ class LanceMemoryStore:
             builder = builder.where(where)
         return scored(await builder.to_arrow(), "_score", distance=False)
 
-    def text_search(self, query: str, filters: SearchFilters, k: int) -> list[ScoredMemory]:
-        """See :meth:`MemoryStore.text_search`. Scores are raw BM25 (>= 0)."""
-        return self.start_text_search(query, filters, k).result()
-
     def start_text_search(
         self, query: str, filters: SearchFilters, k: int
     ) -> Future[list[ScoredMemory]]:
@@ -542,10 +564,6 @@ class LanceMemoryStore:
         table = self._run("read", query.to_arrow())
         return [str(value) for value in table.column("memory_id").to_pylist()]
 
-    def count(self, filters: SearchFilters | None = None) -> int:
-        """See :meth:`MemoryStore.count`."""
-        return self.start_count(filters).result()
-
     def start_count(self, filters: SearchFilters | None = None) -> Future[int]:
         """See :meth:`MemoryStore.start_count`: runs on the store's event loop."""
         where = filter_sql(filters) if filters is not None else None
@@ -575,16 +593,15 @@ class LanceMemoryStore:
             yield memories, vectors
 
     def memory_ids(self) -> list[str]:
-        """Every row's ``memory_id`` at the current table version, repeats kept (a check).
+        """Every row's ``memory_id``, repeats kept: :meth:`ids_of` with no filter.
 
         Raises:
             StoreUnavailable: the read failed.
         """
-        table = self._run("read", self._table.query().select(["memory_id"]).to_arrow())
-        return [str(value) for value in table.column("memory_id").to_pylist()]
+        return self.ids_of(SearchFilters())
 
-    def group_counts(self, column: str) -> dict[str, int]:
-        """Memories per distinct value of ``column`` (``owner`` or ``kind``)."""
+    def group_counts(self, column: Literal["owner", "kind"]) -> dict[str, int]:
+        """See :meth:`MemoryStore.group_counts`."""
         if column not in ("owner", "kind"):
             raise InvalidInput(f"cannot group by {column!r}")
         values = self._run("read", self._table.query().select([column]).to_arrow()).column(column)
@@ -652,6 +669,21 @@ class LanceMemoryStore:
             "unindexed_rows": unindexed,
             "versions": versions,
         }
+
+    def copy_to(self, target: str) -> StoreCopy:
+        """See :meth:`MemoryStore.copy_to`: the table pinned at its current version, row by row.
+
+        A handle of its own reads the newest version (every acknowledged write
+        is in it: LanceDB commits a version before ``add`` returns) and pins
+        it, so later writes do not reach the copy; the rows go in batches of
+        ``_COPY_BATCH_ROWS`` into a table of the same schema and model
+        metadata at ``target``, whose full-text index is then built (the
+        scalar indexes are built when the copy is first opened).
+        """
+        try:
+            return _copy_table(self._uri, target)
+        except Exception as exc:  # noqa: BLE001 - LanceDB/Arrow raise many types
+            raise StoreUnavailable(f"cannot copy the memory store: {public_message(exc)}") from exc
 
     def _maybe_optimize(self) -> None:
         """Start the automatic ``optimize()`` in the background when a write made it due.
@@ -813,6 +845,35 @@ class LanceMemoryStore:
         if stats is None or not stats.num_unindexed_rows:
             return False
         return int(getattr(stats, "num_indices", 1) or 1) >= _IVF_MAX_SEGMENTS
+
+
+async def _recorded_model(uri: str) -> tuple[str, int] | None:
+    """(model id, dimension) recorded in the table at ``uri``; None when there is no table."""
+    db = await lancedb.connect_async(uri)
+    if TABLE not in (await db.list_tables()).tables:
+        return None
+    meta = (await (await db.open_table(TABLE)).schema()).metadata or {}
+    return meta.get(MODEL_KEY, b"?").decode(), int(meta.get(DIM_KEY, b"0"))
+
+
+def _copy_table(source_uri: str, target_uri: str) -> StoreCopy:
+    """Copy the table at ``source_uri`` as of its newest version into ``target_uri``."""
+    table = lancedb.connect(source_uri).open_table(TABLE)
+    version = int(table.version)
+    table.checkout(version)  # later writes by the server do not reach this handle
+    schema = table.schema
+    reader = table.search().select(list(schema.names)).limit(None).to_batches(_COPY_BATCH_ROWS)
+    ids: list[str] = []
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        for batch in reader:
+            ids.extend(str(i) for i in batch.column("memory_id").to_pylist())
+            yield batch.select(schema.names)
+
+    data = pa.RecordBatchReader.from_batches(schema, batches())
+    copy = lancedb.connect(target_uri).create_table(TABLE, data=data, schema=schema)
+    copy.create_index("content", config=FTS(with_position=False))
+    return StoreCopy(version, ids)
 
 
 def _has(indices: Iterable[IndexConfig], index_type: str) -> bool:
