@@ -19,9 +19,11 @@ from local import LOCAL_URL
 
 from tribal_memory.base.config import Settings
 from tribal_memory.base.errors import EmbeddingError, EmbeddingModelMismatch
+from tribal_memory.base.models import MEMORY_FIELDS
 from tribal_memory.embeddings.base import Embedder, Vector
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
 from tribal_memory.interfaces.api import create_app
+from tribal_memory.interfaces.api.schemas import HitOut, MemoryOut
 from tribal_memory.service.memory_service import MemoryService
 
 JSON = {"content-type": "application/json"}
@@ -623,3 +625,8 @@ def _find(exc: BaseException, kind: type[BaseException]) -> BaseException:
         except LookupError:
             continue
     raise LookupError(f"no {kind.__name__} in {exc!r}")
+
+
+def test_memory_out_is_the_wire_shape_of_memory_and_hits_extend_it() -> None:
+    assert MemoryOut.__struct_fields__ == MEMORY_FIELDS
+    assert HitOut.__struct_fields__[: len(MEMORY_FIELDS)] == MEMORY_FIELDS

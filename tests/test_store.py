@@ -13,7 +13,7 @@ from lancedb.index import IvfFlat
 
 from tribal_memory.base.errors import EmbeddingModelMismatch
 from tribal_memory.base.models import Memory, SearchFilters
-from tribal_memory.store.lance_rows import filter_sql
+from tribal_memory.store.lance_rows import COLUMNS, filter_sql, table_schema, to_memory, to_row
 from tribal_memory.store.lancedb import LanceMemoryStore
 
 
@@ -241,3 +241,25 @@ def test_memory_id_prefilter_pages_and_ids(tmp_path: Path) -> None:
     owned = SearchFilters(owner="o", include_shared=False)
     assert [m.memory_id for m in store.page(owned, 10, after="m1")] == ["m3", "m5"]
     assert sorted(store.ids_of(owned)) == ["m1", "m3", "m5"]
+
+
+def test_the_table_has_a_column_per_memory_field_in_field_order() -> None:
+    names = table_schema("model", 4).names
+    assert tuple(f.name for f in dataclasses.fields(Memory)) == COLUMNS
+    assert [n for n in names if n not in ("anchor_text", "vector")] == list(COLUMNS)
+    assert names[-3:] == ["anchor_text", "metadata", "vector"]  # stores on disk have this order
+
+
+def test_a_row_round_trips_to_the_same_memory() -> None:
+    when = datetime(2024, 5, 6, 7, 8, 9, 123456, tzinfo=UTC)
+    memory = Memory(
+        "00000000-0000-4000-8000-000000000001", "text", "ann", "chunk", ("a", "b"), "doc.md",
+        "d1", 2, None, when, when, None, {"start_line": 1, "nested": {"k": [1, 2]}},
+    )  # fmt: skip
+    row = to_row(memory, np.zeros(4, dtype=np.float32))
+    assert set(row) == set(table_schema("model", 4).names)
+    assert (
+        row["tags"] == ["a", "b"]
+        and row["metadata"] == '{"nested": {"k": [1, 2]}, "start_line": 1}'
+    )
+    assert to_memory(row) == memory

@@ -1,7 +1,8 @@
 """The ``memory_graph`` agent tool (MCP, ``POST /v1/tools/memory_graph``): graph queries.
 
 ``memory_graph {operation, ids, steps?, types?, block?, query?, maxResults?}``
-(numbers may arrive as floats; unknown fields are ignored):
+(:class:`~tribal_memory.interfaces.tool_args.MemoryGraphIn`; numbers may
+arrive as floats; unknown fields are ignored):
 
 - ``operation: "neighbors"`` — memories within ``steps`` hops of ``ids[0]``
   → ``{operation, memories: [{memoryId, path, snippet, owner, kind, steps,
@@ -26,15 +27,14 @@ walked through.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from tribal_memory.base.errors import InvalidInput
 from tribal_memory.base.models import Memory, Near, SearchFilters, Traversal
-from tribal_memory.interfaces.tools import SNIPPET_MAX_CHARS, memory_path, string_list
+from tribal_memory.interfaces.tool_args import MemoryGraphIn, count
+from tribal_memory.interfaces.tools import SNIPPET_MAX_CHARS, memory_path
 from tribal_memory.service.memory_service import MemoryService
 
-OPERATIONS = ("neighbors", "intersection", "search")
 DEFAULT_MAX_RESULTS = 10
 
 
@@ -49,53 +49,30 @@ def _memory(memory: Memory, **extra: Any) -> dict[str, Any]:
     }
 
 
-def _whole(args: Mapping[str, Any], name: str, default: int) -> int:
-    """A whole number; a float is floored (``2.0`` and ``2.7`` are 2)."""
-    value = args.get(name)
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
-        raise InvalidInput(f"{name} must be a number")
-    if value in (float("inf"), float("-inf")):
-        raise InvalidInput(f"{name} must be a finite number")
-    return int(value // 1)
-
-
 def memory_graph(
-    service: MemoryService, arguments: Mapping[str, Any] | None, *, owner: str | None
+    service: MemoryService, args: MemoryGraphIn, *, owner: str | None
 ) -> dict[str, Any]:
     """Run one graph query for ``owner`` (see the module docstring for the shapes).
 
     Args:
         service: The open service.
-        arguments: The tool call's arguments.
+        args: The tool call's arguments (parse raw ones with
+            :func:`tribal_memory.interfaces.tool_args.parse`).
         owner: The caller: its memories plus shared ones (None: every owner).
 
     Returns:
         ``{operation, memories}``; an empty list when nothing is found.
 
     Raises:
-        InvalidInput: an unknown operation, missing or wrong ``ids``, a
-            missing ``query`` for search, bad ``steps``/``types``/``block``,
-            ``maxResults`` below 1.
+        InvalidInput: a missing ``query`` for search, too few or too many
+            ``ids`` for intersection, bad ``types``/``block``.
         NotFound: an id that does not exist or is not visible to ``owner``.
         TooLarge: a query over ``max_content_chars``.
     """
-    args: Mapping[str, Any] = arguments or {}
-    if not isinstance(args, Mapping):
-        raise InvalidInput("tool arguments must be a JSON object")
-    operation = args.get("operation")
-    if operation not in OPERATIONS:
-        raise InvalidInput(f"operation must be one of: {', '.join(OPERATIONS)}")
-    ids = string_list(args, "ids")
-    if not ids:
-        raise InvalidInput("ids must name at least one memory id")
-    steps = _whole(args, "steps", 1)
-    types, block = string_list(args, "types"), string_list(args, "block")
-    limit = _whole(args, "maxResults", DEFAULT_MAX_RESULTS)
-    if limit < 1:
-        raise InvalidInput("maxResults must be at least 1")
-    limit = min(limit, service.settings.max_k)
+    operation, ids = args.operation, args.ids
+    steps = count(args.steps, 1)
+    types, block = args.types or [], args.block or []
+    limit = min(count(args.maxResults, DEFAULT_MAX_RESULTS), service.settings.max_k)
     if operation == "neighbors":
         found = service.neighbors(ids[0], steps=steps, owner=owner, types=types, block=block)
         memories = [_memory(n.memory, steps=n.steps, via=n.via.type) for n in found[:limit]]
@@ -105,8 +82,8 @@ def memory_graph(
         )
         memories = [_memory(c.memory, steps=list(c.steps)) for c in common]
     else:
-        query = args.get("query")
-        if not isinstance(query, str):
+        query = args.query
+        if query is None:
             raise InvalidInput("search needs a query (a string)")
         near = Near(ids[0], Traversal(steps, tuple(types), tuple(block)))
         result = service.search(query, k=limit, filters=SearchFilters(owner=owner), near=near)

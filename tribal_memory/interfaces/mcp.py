@@ -4,7 +4,9 @@
 ``memory_graph``.
 
 Built on the official ``mcp`` SDK's low-level :class:`mcp.server.Server`
-(explicit JSON input schemas, results as JSON text plus structured content).
+(input schemas generated from the arguments' Structs in
+:mod:`tribal_memory.interfaces.tool_args`, results as JSON text plus
+structured content).
 The tools run against a :class:`ToolBackend`: :class:`ServiceBackend` calls
 :mod:`tribal_memory.interfaces.tools` on an open :class:`MemoryService` in this process;
 :class:`HttpBackend` forwards each call to a running tribal-memory server
@@ -45,6 +47,15 @@ from tribal_memory.base.errors import (
 from tribal_memory.base.models import SHARED_OWNER
 from tribal_memory.interfaces import tools
 from tribal_memory.interfaces.graph_tool import memory_graph
+from tribal_memory.interfaces.tool_args import (
+    MemoryCaptureIn,
+    MemoryFeedbackIn,
+    MemoryGetIn,
+    MemoryGraphIn,
+    MemorySearchIn,
+    input_schema,
+    parse,
+)
 from tribal_memory.service.memory_service import MemoryService
 
 logger = logging.getLogger("tribal_memory.interfaces.mcp")
@@ -71,29 +82,7 @@ TOOLS: tuple[types.Tool, ...] = (
             "snippets with a path and line range, a score in [0, 1] and a retrievalId to pass "
             "to memory_feedback. If the answer has disabled=true, memory is unavailable: say so."
         ),
-        input_schema={
-            "type": "object",
-            "properties": {
-                "query": {"type": "string", "description": "What to look for."},
-                "maxResults": {
-                    "type": "number",
-                    "minimum": 1,
-                    "description": "Most results (default 6).",
-                },
-                "minScore": {
-                    "type": "number",
-                    "description": "Least score of a result, in [0, 1] (default 0.35).",
-                },
-                "sessionId": {
-                    "type": "string",
-                    "description": (
-                        "The task this search belongs to: memory_feedback on any search of "
-                        "the task may name paths another search of it returned."
-                    ),
-                },
-            },
-            "required": ["query"],
-        },
+        input_schema=input_schema(MemorySearchIn),
     ),
     types.Tool(
         name="memory_get",
@@ -103,15 +92,7 @@ TOOLS: tuple[types.Tool, ...] = (
             "context small. status=ok means the text was read (truncated=true: continue from "
             "nextFrom); status=not_found means no such path."
         ),
-        input_schema={
-            "type": "object",
-            "properties": {
-                "path": {"type": "string", "description": "A path from memory_search."},
-                "from": {"type": "number", "minimum": 1, "description": "First line (1-based)."},
-                "lines": {"type": "number", "minimum": 1, "description": "How many lines."},
-            },
-            "required": ["path"],
-        },
+        input_schema=input_schema(MemoryGetIn),
     ),
     types.Tool(
         name="memory_feedback",
@@ -119,18 +100,7 @@ TOOLS: tuple[types.Tool, ...] = (
             "After answering, report which memory_search results you actually used (their "
             "paths; [] if none helped). Memory learns from this and answers better next time."
         ),
-        input_schema={
-            "type": "object",
-            "properties": {
-                "retrievalId": {"type": "string", "description": "From memory_search."},
-                "usedPaths": {
-                    "type": "array",
-                    "items": {"type": "string"},
-                    "description": "Paths of the results you used.",
-                },
-            },
-            "required": ["retrievalId", "usedPaths"],
-        },
+        input_schema=input_schema(MemoryFeedbackIn),
     ),
     types.Tool(
         name="memory_capture",
@@ -138,19 +108,7 @@ TOOLS: tuple[types.Tool, ...] = (
             "Store a durable fact, decision or preference in long-term memory (one short, "
             "self-contained statement). Storing the same text again changes nothing."
         ),
-        input_schema={
-            "type": "object",
-            "properties": {
-                "content": {"type": "string", "description": "The fact to remember."},
-                "tags": {
-                    "type": "array",
-                    "items": {"type": "string"},
-                    "description": "Optional labels, e.g. decision, preference.",
-                },
-                "source": {"type": "string", "description": "Where it came from (optional)."},
-            },
-            "required": ["content"],
-        },
+        input_schema=input_schema(MemoryCaptureIn),
     ),
     types.Tool(
         name="memory_graph",
@@ -161,43 +119,10 @@ TOOLS: tuple[types.Tool, ...] = (
             "neighbourhood. Narrow the walk with types (relation types to follow) and block "
             "(relation types or memory kinds never passed through)."
         ),
-        input_schema={
-            "type": "object",
-            "properties": {
-                "operation": {"type": "string", "enum": ["neighbors", "intersection", "search"]},
-                "ids": {
-                    "type": "array",
-                    "items": {"type": "string"},
-                    "description": "Memory ids: one (neighbors, search) or 2 to 16 (intersection).",
-                },
-                "steps": {
-                    "type": "number",
-                    "minimum": 1,
-                    "maximum": 5,
-                    "description": "Most hops over relations (default 1).",
-                },
-                "types": {
-                    "type": "array",
-                    "items": {"type": "string"},
-                    "description": "Follow only relations of these types (default: all).",
-                },
-                "block": {
-                    "type": "array",
-                    "items": {"type": "string"},
-                    "description": "Relation types and memory kinds never passed through.",
-                },
-                "query": {"type": "string", "description": "What to look for (search only)."},
-                "maxResults": {
-                    "type": "number",
-                    "minimum": 1,
-                    "description": "Most memories (default 10).",
-                },
-            },
-            "required": ["operation", "ids"],
-        },
+        input_schema=input_schema(MemoryGraphIn),
     ),
 )
-"""The tools listed to clients, with their descriptions and input schemas."""
+"""The tools listed to clients: descriptions, and input schemas from the arguments' Structs."""
 
 
 class ToolBackend(Protocol):
@@ -231,7 +156,7 @@ class ServiceBackend:
     def call(self, name: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
         """See :meth:`ToolBackend.call`."""
         if name == GRAPH_TOOL:
-            return memory_graph(self.service, arguments, owner=self.owner)
+            return memory_graph(self.service, parse(MemoryGraphIn, arguments), owner=self.owner)
         return tools.call_tool(self.service, name, arguments, owner=self.owner)
 
     def close(self) -> None:
@@ -286,9 +211,8 @@ class HttpBackend:
             TribalError: the server's error (by status: InvalidInput, NotFound, ...).
         """
         if name == "memory_capture":
-            body = {
-                key: arguments[key] for key in ("content", "tags", "source") if key in arguments
-            }
+            args = parse(MemoryCaptureIn, arguments)
+            body = {"content": args.content, "tags": args.tags or [], "source": args.source}
             answer = self._post("/v1/memories", {**body, "owner": self.agent or SHARED_OWNER})
             return tools.capture_answer(
                 str(answer["memory"]["memory_id"]),

@@ -1,9 +1,11 @@
 """Agent tools: the OpenClaw memory-slot tools plus ``memory_capture``, transport-free.
 
-Each tool takes the raw arguments of a tool call (the JSON object an agent
-sends; unknown fields are ignored) and the caller's owner, and returns a plain
-JSON-able dict in the tool's wire shape. The HTTP routes under ``/v1/tools/``
-and the MCP server both call :func:`call_tool`, so they answer alike.
+Each tool takes its arguments parsed into their Struct (defined once, in
+:mod:`tribal_memory.interfaces.tool_args`) and the caller's owner, and returns a
+plain JSON-able dict in the tool's wire shape. The HTTP routes under
+``/v1/tools/`` call the tools with the body Litestar decoded into that Struct;
+the MCP server calls :func:`call_tool`, which parses a call's raw arguments
+into it; so they answer alike.
 
 Shapes (numbers may arrive as floats: ``6.0`` is 6). They follow OpenClaw's
 memory-core tools (2026.9.6) field for field where the agent reads them;
@@ -58,9 +60,8 @@ chunks the caller can see (:func:`document_lines`).
 
 from __future__ import annotations
 
-import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tribal_memory.base.errors import (
@@ -70,6 +71,14 @@ from tribal_memory.base.errors import (
     StoreUnavailable,
 )
 from tribal_memory.base.models import SHARED_OWNER, Hit, Memory, MemoryInput, SearchFilters
+from tribal_memory.interfaces.tool_args import (
+    MemoryCaptureIn,
+    MemoryFeedbackIn,
+    MemoryGetIn,
+    MemorySearchIn,
+    count,
+    parse,
+)
 from tribal_memory.service.memory_service import MemoryService
 
 SNIPPET_MAX_CHARS = 700
@@ -86,12 +95,6 @@ READ_DEFAULT_LINES = 120
 """Lines ``memory_get`` returns when the call gives no ``lines`` (memory-core's window)."""
 READ_MAX_CHARS = 12_000
 """Most characters of text ``memory_get`` returns (memory-core's budget)."""
-SEARCH_CORPORA = ("memory", "wiki", "all", "sessions")
-"""``corpus`` values ``memory_search`` accepts (memory-core's)."""
-READ_CORPORA = ("memory", "wiki", "all")
-"""``corpus`` values ``memory_get`` accepts (memory-core's)."""
-CITATION_MODES = ("auto", "on", "off")
-"""``citations`` values ``memory_search`` accepts (OpenClaw's ``memory.citations``)."""
 MAX_DOCUMENT_CHUNKS = 10_000
 """Most chunks read to reassemble one document for ``memory_get``."""
 TOOL_NAMES: tuple[str, ...] = ("memory_search", "memory_get", "memory_feedback", "memory_capture")
@@ -159,78 +162,12 @@ def split_citation(text: str) -> tuple[str, tuple[int, int] | None]:
     return path[: anchor.start()], (min(start, end), max(start, end))
 
 
-# -- argument parsing -------------------------------------------------------------------
-
-
-def _string(args: Mapping[str, Any], name: str) -> str:
-    value = args.get(name)
-    if not isinstance(value, str):
-        raise InvalidInput(f"{name} must be a string")
-    return value
-
-
-def _optional_string(args: Mapping[str, Any], name: str) -> str | None:
-    value = args.get(name)
-    if value is None:
-        return None
-    return _string(args, name)
-
-
-def _number(args: Mapping[str, Any], name: str) -> float | None:
-    value = args.get(name)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise InvalidInput(f"{name} must be a finite number")
-    return float(value)
-
-
-def _count(args: Mapping[str, Any], name: str) -> int | None:
-    """A positive whole number; a float is floored (``6.0`` and ``6.7`` are 6)."""
-    value = _number(args, name)
-    if value is None:
-        return None
-    if value < 1:
-        raise InvalidInput(f"{name} must be at least 1")
-    return math.floor(value)
-
-
-def _choice(args: Mapping[str, Any], name: str, allowed: Sequence[str]) -> str | None:
-    """An optional string that must be one of ``allowed``."""
-    value = _optional_string(args, name)
-    if value is not None and value not in allowed:
-        raise InvalidInput(f"{name} must be one of: {', '.join(allowed)}")
-    return value
-
-
-def string_list(args: Mapping[str, Any], name: str) -> list[str]:
-    """The list of strings ``args[name]`` ([] when absent).
-
-    Raises:
-        InvalidInput: it is there but not a list of strings.
-    """
-    value = args.get(name)
-    if value is None:
-        return []
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise InvalidInput(f"{name} must be a list of strings")
-    return value
-
-
-def _args(arguments: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    if arguments is None:
-        return {}
-    if not isinstance(arguments, Mapping):
-        raise InvalidInput("tool arguments must be a JSON object")
-    return arguments
-
-
 # -- the tools ----------------------------------------------------------------------------
 
 
 def memory_search(
     service: MemoryService,
-    arguments: Mapping[str, Any] | None,
+    args: MemorySearchIn,
     *,
     owner: str | None,
     learner: str | None = None,
@@ -239,9 +176,8 @@ def memory_search(
 
     Args:
         service: The open service.
-        arguments: ``{query, maxResults?, minScore?, corpus?, citations?,
-            sessionId?}`` (``sessionId``: the agent task, see
-            ``memory_feedback``); other fields are ignored.
+        args: The parsed arguments (``sessionId``: the agent task, see
+            ``memory_feedback``).
         owner: The caller: its memories plus shared ones (None: every owner).
         learner: Whose learned data the search uses and feeds (None: ``owner``).
 
@@ -250,17 +186,14 @@ def memory_search(
         the embedding model failed, or when ``corpus`` is ``sessions``.
 
     Raises:
-        InvalidInput: no query, an empty one, a ``maxResults`` below 1, or an
-            unknown ``corpus`` or ``citations`` value.
+        InvalidInput: an empty query.
         TooLarge: a query over ``max_content_chars``.
     """
-    args = _args(arguments)
-    query = _string(args, "query")
-    max_results = _count(args, "maxResults") or DEFAULT_MAX_RESULTS
-    min_score = _number(args, "minScore")
-    min_score = DEFAULT_MIN_SCORE if min_score is None else min(1.0, max(0.0, min_score))
-    corpus = _choice(args, "corpus", SEARCH_CORPORA)
-    mode = _choice(args, "citations", CITATION_MODES) or "auto"
+    query = args.query
+    max_results = count(args.maxResults, DEFAULT_MAX_RESULTS)
+    min_score = DEFAULT_MIN_SCORE if args.minScore is None else min(1.0, max(0.0, args.minScore))
+    corpus = args.corpus
+    mode = args.citations or "auto"
     if corpus == "sessions":
         return unavailable_answer(
             "session transcripts are not held by tribal-memory",
@@ -277,7 +210,7 @@ def memory_search(
             "results do not cover that requested corpus.",
         }
     k = min(max_results, service.settings.max_k)
-    session_id = _optional_string(args, "sessionId")
+    session_id = args.sessionId
     try:
         result = service.recall_with_feedback(
             query,
@@ -375,15 +308,12 @@ def normalize_path(path: str) -> str | None:
     return "/".join(parts)
 
 
-def memory_get(
-    service: MemoryService, arguments: Mapping[str, Any] | None, *, owner: str | None
-) -> dict[str, Any]:
+def memory_get(service: MemoryService, args: MemoryGetIn, *, owner: str | None) -> dict[str, Any]:
     """The text at a virtual path, a window of lines of it (see the module docstring).
 
     Args:
         service: The memory service read.
-        arguments: ``{path, from?, lines?, corpus?}``: ``from`` a 1-based line,
-            ``lines`` a count; floats are floored.
+        args: The parsed arguments: ``from`` a 1-based line, ``lines`` a count.
         owner: The caller (None: every owner).
 
     Returns:
@@ -391,15 +321,11 @@ def memory_get(
         ``{status: "not_found", text: "", path}`` for an unknown or invisible
         path; ``{status: "error", text: "", path, code, error}`` for a path
         outside the workspace or a failed store.
-
-    Raises:
-        InvalidInput: no path, ``from``/``lines`` below 1, an unknown ``corpus``.
     """
-    args = _args(arguments)
-    raw = _string(args, "path")
-    first = _count(args, "from") or 1
-    count = _count(args, "lines") or READ_DEFAULT_LINES
-    corpus = _choice(args, "corpus", READ_CORPORA)
+    raw = args.path
+    first = count(args.from_, 1)
+    lines_wanted = count(args.lines, READ_DEFAULT_LINES)
+    corpus = args.corpus
     path = normalize_path(raw)
     if path is None or not path:
         return {
@@ -424,7 +350,7 @@ def memory_get(
         }
     if not lines:
         return not_found
-    return read_window(lines, path, first, count)
+    return read_window(lines, path, first, lines_wanted)
 
 
 def read_window(
@@ -583,7 +509,7 @@ def _join(left: str, right: str) -> str:
 
 def memory_feedback(
     service: MemoryService,
-    arguments: Mapping[str, Any] | None,
+    args: MemoryFeedbackIn,
     *,
     owner: str | None,
     learner: str | None = None,
@@ -602,7 +528,7 @@ def memory_feedback(
 
     Args:
         service: The memory service the retrieval was logged in.
-        arguments: ``{retrievalId, usedPaths}``.
+        args: The parsed arguments.
         owner: The caller's scope (None: any retrieval).
         learner: The owner the retrieval must have been logged for (None: ``owner``).
 
@@ -611,12 +537,11 @@ def memory_feedback(
 
     Raises:
         NotFound: unknown ``retrievalId`` (or another owner's).
-        InvalidInput: bad arguments, or paths given and none among the results.
+        InvalidInput: paths given and none among the results.
         Conflict: the retrieval already has feedback naming other memories.
     """
-    args = _args(arguments)
-    retrieval_id = _string(args, "retrievalId")
-    given = string_list(args, "usedPaths")
+    retrieval_id = args.retrievalId
+    given = args.usedPaths
     event = service.retrieval(retrieval_id, owner=learner if learner is not None else owner)
     candidates = service.session_memory_ids(event)
     memories = service.get_many(candidates, owner=owner)
@@ -673,13 +598,13 @@ def capture_answer(memory_id: str, status: str, near_duplicate_of: str | None) -
 
 
 def memory_capture(
-    service: MemoryService, arguments: Mapping[str, Any] | None, *, owner: str | None
+    service: MemoryService, args: MemoryCaptureIn, *, owner: str | None
 ) -> dict[str, Any]:
     """Store a fact for the caller (idempotent: the same text twice is stored once).
 
     Args:
         service: The memory service written to.
-        arguments: ``{content, tags?, source?}``.
+        args: The parsed arguments.
         owner: The memory's owner (None: ``shared``).
 
     Returns:
@@ -689,23 +614,14 @@ def memory_capture(
         InvalidInput: empty content or a bad tag. TooLarge: content over
         ``max_content_chars``. StoreUnavailable / EmbeddingError: not stored.
     """
-    args = _args(arguments)
-    content = _string(args, "content")
-    tags = tuple(string_list(args, "tags"))
-    source = args.get("source")
-    if source is not None and not isinstance(source, str):
-        raise InvalidInput("source must be a string")
-    item = MemoryInput(content=content, owner=owner or SHARED_OWNER, tags=tags, source=source)
+    item = MemoryInput(
+        content=args.content,
+        owner=owner or SHARED_OWNER,
+        tags=tuple(args.tags or ()),
+        source=args.source,
+    )
     result = service.capture(item)
     return capture_answer(result.memory.memory_id, result.status, result.near_duplicate_of)
-
-
-_TOOLS: dict[str, Callable[..., dict[str, Any]]] = {
-    "memory_search": memory_search,
-    "memory_get": memory_get,
-    "memory_feedback": memory_feedback,
-    "memory_capture": memory_capture,
-}
 
 
 def call_tool(
@@ -717,10 +633,18 @@ def call_tool(
 ) -> dict[str, Any]:
     """Run the tool ``name`` (one of :data:`TOOL_NAMES`) for ``owner``.
 
+    ``arguments``: the call's raw arguments, parsed into the tool's Struct
+    (:mod:`tribal_memory.interfaces.tool_args`).
+
     Raises:
-        InvalidInput: an unknown tool; otherwise what the tool raises.
+        InvalidInput: an unknown tool or bad arguments; otherwise what the tool raises.
     """
-    tool = _TOOLS.get(name)
-    if tool is None:
-        raise InvalidInput(f"unknown tool {name!r}; known: {', '.join(TOOL_NAMES)}")
-    return tool(service, arguments, owner=owner)
+    if name == "memory_search":
+        return memory_search(service, parse(MemorySearchIn, arguments), owner=owner)
+    if name == "memory_get":
+        return memory_get(service, parse(MemoryGetIn, arguments), owner=owner)
+    if name == "memory_feedback":
+        return memory_feedback(service, parse(MemoryFeedbackIn, arguments), owner=owner)
+    if name == "memory_capture":
+        return memory_capture(service, parse(MemoryCaptureIn, arguments), owner=owner)
+    raise InvalidInput(f"unknown tool {name!r}; known: {', '.join(TOOL_NAMES)}")

@@ -1,6 +1,9 @@
 """Rows of the LanceDB ``memories`` table: schema, conversions, SQL filters.
 
-A memory is one row: its fields, ``metadata`` as JSON text and the vector.
+A memory is one row: a column per :class:`~tribal_memory.base.models.Memory`
+field (:data:`COLUMNS`; ``metadata`` as JSON text) and the vector. The Arrow
+types are written out in :func:`table_schema`: they are how the store keeps
+each field, and a test checks they cover :data:`COLUMNS` in order.
 :func:`filter_sql` turns :class:`~tribal_memory.base.models.SearchFilters` into a
 DataFusion ``WHERE`` clause.
 """
@@ -16,27 +19,18 @@ import numpy as np
 import pyarrow as pa
 
 from tribal_memory.base.errors import InvalidInput
-from tribal_memory.base.models import SHARED_OWNER, Memory, SearchFilters
+from tribal_memory.base.models import MEMORY_FIELDS, SHARED_OWNER, Memory, SearchFilters
 from tribal_memory.embeddings.base import Vector
 from tribal_memory.store.base import ScoredMemory
 
 MODEL_KEY = b"tribal.embedding_model"
 DIM_KEY = b"tribal.embedding_dim"
-COLUMNS = (
-    "memory_id",
-    "content",
-    "owner",
-    "kind",
-    "tags",
-    "source",
-    "doc_id",
-    "chunk_index",
-    "parent_id",
-    "created_at",
-    "updated_at",
-    "event_time",
-    "metadata",
-)
+COLUMNS = MEMORY_FIELDS
+"""The memory's columns: one per :class:`Memory` field, same name (the table has
+also ``anchor_text``, unused, and ``vector``)."""
+_CONVERTED = ("tags", "created_at", "updated_at", "event_time", "metadata")
+"""Columns stored differently from the field: tags a list, times in UTC, metadata JSON text."""
+_AS_STORED = tuple(name for name in COLUMNS if name not in _CONVERTED)
 
 
 def table_schema(model_id: str, dim: int) -> pa.Schema:
@@ -119,23 +113,12 @@ def filter_sql(filters: SearchFilters) -> str | None:
 
 def to_row(memory: Memory, vector: Vector) -> dict[str, Any]:
     """The table row of ``memory`` with its vector (``(dim,)``)."""
-    return {
-        "memory_id": memory.memory_id,
-        "content": memory.content,
-        "owner": memory.owner,
-        "kind": memory.kind,
-        "tags": list(memory.tags),
-        "source": memory.source,
-        "doc_id": memory.doc_id,
-        "chunk_index": memory.chunk_index,
-        "parent_id": memory.parent_id,
-        "created_at": memory.created_at,
-        "updated_at": memory.updated_at,
-        "event_time": memory.event_time,
-        "anchor_text": "",
-        "metadata": json.dumps(memory.metadata, sort_keys=True),
-        "vector": np.asarray(vector, dtype=np.float32).tolist(),
-    }
+    row = {name: getattr(memory, name) for name in COLUMNS}
+    row["tags"] = list(memory.tags)
+    row["metadata"] = json.dumps(memory.metadata, sort_keys=True)
+    row["anchor_text"] = ""
+    row["vector"] = np.asarray(vector, dtype=np.float32).tolist()
+    return row
 
 
 def as_utc(value: datetime | None) -> datetime | None:
@@ -148,20 +131,14 @@ def to_memory(row: dict[str, Any]) -> Memory:
     created = as_utc(row["created_at"])
     updated = as_utc(row["updated_at"])
     assert created is not None and updated is not None  # non-nullable columns
+    metadata = row["metadata"]
     return Memory(
-        memory_id=row["memory_id"],
-        content=row["content"],
-        owner=row["owner"],
-        kind=row["kind"],
+        **{name: row[name] for name in _AS_STORED},
         tags=tuple(row["tags"] or ()),
-        source=row["source"],
-        doc_id=row["doc_id"],
-        chunk_index=row["chunk_index"],
-        parent_id=row["parent_id"],
         created_at=created,
         updated_at=updated,
         event_time=as_utc(row["event_time"]),
-        metadata=json.loads(row["metadata"]) if row["metadata"] not in (None, "{}") else {},
+        metadata=json.loads(metadata) if metadata not in (None, "{}") else {},
     )
 
 

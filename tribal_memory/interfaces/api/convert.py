@@ -73,29 +73,16 @@ def _optional_float(value: float | None) -> float | None:
 
 
 def hit_out(hit: Hit) -> HitOut:
-    """Response body of a :class:`Hit`, the memory's fields flattened in.
+    """Response body of a :class:`Hit`: the memory's fields (:func:`memory_out`), then its scores.
 
     Scores go through ``float()``: numpy scalars are not JSON-encodable.
     """
-    memory = hit.memory
     return HitOut(
-        memory_id=memory.memory_id,
-        content=memory.content,
-        owner=memory.owner,
-        kind=memory.kind,
-        tags=list(memory.tags),
-        source=memory.source,
+        **msgspec.structs.asdict(memory_out(hit.memory)),
         score=float(hit.score),
         vector_score=_optional_float(hit.vector_score),
         text_score=_optional_float(hit.text_score),
         rank=hit.rank,
-        metadata=dict(memory.metadata),
-        created_at=memory.created_at,
-        updated_at=memory.updated_at,
-        event_time=memory.event_time,
-        doc_id=memory.doc_id,
-        chunk_index=memory.chunk_index,
-        parent_id=memory.parent_id,
         cached=hit.cached,
         expanded_from=hit.expanded_from,
         boost=float(hit.boost),

@@ -92,18 +92,7 @@ class CaptureRequest(_Request):
 
     def to_input(self, owner: str) -> MemoryInput:
         """The core :class:`MemoryInput` for this request, owned by ``owner``."""
-        return MemoryInput(
-            content=self.content,
-            owner=owner,
-            kind=self.kind,
-            tags=tuple(self.tags),
-            source=self.source,
-            doc_id=self.doc_id,
-            chunk_index=self.chunk_index,
-            parent_id=self.parent_id,
-            event_time=self.event_time,
-            metadata=dict(self.metadata),
-        )
+        return msgspec.convert({**msgspec.structs.asdict(self), "owner": owner}, MemoryInput)
 
 
 class BatchCaptureRequest(_Request):
@@ -128,18 +117,16 @@ class PatchRequest(_Request):
 
     def to_patch(self) -> MemoryPatch:
         """The core :class:`MemoryPatch` for this request."""
-        return MemoryPatch(
-            content=self.content,
-            tags=tuple(self.tags) if self.tags is not None else None,
-            kind=self.kind,
-            source=self.source,
-            event_time=self.event_time,
-            metadata=dict(self.metadata) if self.metadata is not None else None,
-        )
+        return msgspec.convert(self, MemoryPatch, from_attributes=True)
 
 
 class MemoryOut(msgspec.Struct):
-    """A stored memory."""
+    """A stored memory.
+
+    The wire shape of :class:`~tribal_memory.base.models.Memory`: the same
+    fields in the same order (a test holds them equal), filled by
+    :func:`~tribal_memory.interfaces.api.convert.memory_out`.
+    """
 
     memory_id: str
     content: str
@@ -280,8 +267,8 @@ class SearchRequest(RecallRequest):
     mode: SearchMode = "hybrid"
 
 
-class HitOut(msgspec.Struct):
-    """One ranked memory.
+class HitOut(MemoryOut):
+    """One ranked memory: its fields (:class:`MemoryOut`), then how it ranked.
 
     ``score``: fused score that ranks the hit (in hybrid search with the
     neighbour smoothing of ``tribal_memory.retrieval.fusion``). ``vector_score``: in
@@ -301,23 +288,10 @@ class HitOut(msgspec.Struct):
     [0, 1] (null: no anchor matched).
     """
 
-    memory_id: str
-    content: str
-    owner: str
-    kind: str
-    tags: list[str]
-    source: str | None
     score: float
     vector_score: float | None
     text_score: float | None
     rank: int
-    metadata: dict[str, Any]
-    created_at: datetime
-    updated_at: datetime
-    event_time: datetime | None
-    doc_id: str | None
-    chunk_index: int | None
-    parent_id: str | None
     cached: bool
     expanded_from: str | None
     boost: float

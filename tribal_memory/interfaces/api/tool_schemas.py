@@ -1,12 +1,11 @@
-"""Bodies of the agent-tool routes (``/v1/tools/...``) and of ``POST /v1/context``.
+"""Answers of the agent-tool routes (``/v1/tools/...``) and bodies of ``POST /v1/context``.
 
-The tool bodies mirror OpenClaw's memory-core tools: camelCase fields, numbers
-that may arrive as floats, and unknown fields ignored (OpenClaw sends
-``corpus``, for one), so a plugin can forward its tool calls unchanged. The
-answers are the dicts of :mod:`tribal_memory.interfaces.tools`; the Structs here
-describe them for OpenAPI and check them on the way out. Fields with a
-default are left out of an answer when they hold it (``fallback`` appears
-only when search fell back, ``disabled``/``error`` only when it was off).
+The tools' arguments are defined once, for HTTP, OpenAPI and MCP alike, in
+:mod:`tribal_memory.interfaces.tool_args`. The answers are the dicts of
+:mod:`tribal_memory.interfaces.tools`; the Structs here describe them for
+OpenAPI and check them on the way out. Fields with a default are left out of
+an answer when they hold it (``fallback`` appears only when search fell back,
+``disabled``/``error`` only when it was off).
 """
 
 from __future__ import annotations
@@ -19,24 +18,6 @@ Score = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
 
 
 # -- memory_search --------------------------------------------------------------------
-
-
-class MemorySearchIn(msgspec.Struct):
-    """The arguments of ``memory_search``.
-
-    ``query``; ``maxResults`` (default 6, capped at ``max_k``; floats floored);
-    ``minScore`` (default 0.35, clamped to [0, 1]); ``corpus`` (``memory``, ``all``,
-    ``wiki``, ``sessions``); ``citations`` (``auto``, ``on``, ``off``); ``sessionId``:
-    the agent task (feedback on any search of it may name what another returned).
-    Other fields are ignored.
-    """
-
-    query: str
-    maxResults: float | None = None
-    minScore: float | None = None
-    corpus: str | None = None
-    citations: str | None = None
-    sessionId: str | None = None
 
 
 class MemorySearchResultOut(msgspec.Struct, omit_defaults=True):
@@ -99,20 +80,6 @@ class MemorySearchOut(msgspec.Struct, omit_defaults=True):
 # -- memory_get -------------------------------------------------------------------------
 
 
-class MemoryGetIn(msgspec.Struct):
-    """The arguments of ``memory_get``.
-
-    ``path`` (from memory_search, or ``memory/<id>.md``); ``from``: first line,
-    1-based; ``lines``: how many (default 120); ``corpus`` (``memory``, ``all``,
-    ``wiki``). Other fields are ignored.
-    """
-
-    path: str
-    from_: float | None = msgspec.field(default=None, name="from")
-    lines: float | None = None
-    corpus: str | None = None
-
-
 class MemoryGetOut(msgspec.Struct, omit_defaults=True):
     """The answer of ``memory_get``.
 
@@ -134,17 +101,6 @@ class MemoryGetOut(msgspec.Struct, omit_defaults=True):
 
 
 # -- memory_feedback ----------------------------------------------------------------------
-
-
-class MemoryFeedbackIn(msgspec.Struct):
-    """The arguments of ``memory_feedback``.
-
-    The ``retrievalId`` of a memory_search and the result paths the agent used
-    (``[]``: none was useful). Other fields are ignored.
-    """
-
-    retrievalId: str
-    usedPaths: list[str]
 
 
 class MemoryFeedbackOut(msgspec.Struct):
@@ -220,25 +176,6 @@ class ContextOut(msgspec.Struct):
 
 
 # -- memory_graph ---------------------------------------------------------------------
-
-
-class MemoryGraphIn(msgspec.Struct):
-    """The arguments of ``memory_graph``.
-
-    ``operation`` (``neighbors``, ``intersection``, ``search``); ``ids``: one memory
-    id (neighbors, search) or 2 to 16 (intersection); ``steps`` (1 to 5, default 1);
-    ``types``: relation types to follow (default all); ``block``: relation types and
-    memory kinds never passed through; ``query`` (search); ``maxResults`` (default 10,
-    capped at ``max_k``). Other fields are ignored.
-    """
-
-    operation: str
-    ids: list[str]
-    steps: float | None = None
-    types: list[str] | None = None
-    block: list[str] | None = None
-    query: str | None = None
-    maxResults: float | None = None
 
 
 class GraphMemoryOut(msgspec.Struct, omit_defaults=True):

@@ -10,7 +10,7 @@ acts for its own owner (naming another agent is a 403).
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 import msgspec
 from litestar import Controller, post
@@ -23,16 +23,18 @@ from tribal_memory.interfaces.api.auth import CallerDep
 from tribal_memory.interfaces.api.deps import Service
 from tribal_memory.interfaces.api.errors import error_responses
 from tribal_memory.interfaces.api.tool_schemas import (
-    MemoryFeedbackIn,
     MemoryFeedbackOut,
-    MemoryGetIn,
     MemoryGetOut,
-    MemoryGraphIn,
     MemoryGraphOut,
-    MemorySearchIn,
     MemorySearchOut,
 )
 from tribal_memory.interfaces.graph_tool import memory_graph
+from tribal_memory.interfaces.tool_args import (
+    MemoryFeedbackIn,
+    MemoryGetIn,
+    MemoryGraphIn,
+    MemorySearchIn,
+)
 
 AgentHeader = Annotated[
     str | None,
@@ -70,11 +72,6 @@ Agent = NamedDependency[str | None]
 """Annotation of a handler's ``agent`` parameter (see :func:`provide_agent`)."""
 
 
-def _present(**fields: Any) -> dict[str, Any]:
-    """Tool arguments without the ones the call left out."""
-    return {name: value for name, value in fields.items() if value is not None}
-
-
 class ToolsController(Controller):
     """OpenClaw memory-core tools: search, read by path, usage feedback."""
 
@@ -108,15 +105,7 @@ class ToolsController(Controller):
                 ``corpus`` or ``citations``.
             TooLarge: 413, query over ``max_content_chars``.
         """
-        arguments = _present(
-            query=data.query,
-            maxResults=data.maxResults,
-            minScore=data.minScore,
-            corpus=data.corpus,
-            citations=data.citations,
-            sessionId=data.sessionId,
-        )
-        answer = tools.memory_search(service, arguments, owner=agent, learner=caller.learner)
+        answer = tools.memory_search(service, data, owner=agent, learner=caller.learner)
         return msgspec.convert(answer, MemorySearchOut)
 
     @post(
@@ -142,10 +131,7 @@ class ToolsController(Controller):
         Raises:
             InvalidInput: 400, ``from`` or ``lines`` below 1, unknown ``corpus``.
         """
-        arguments = _present(
-            path=data.path, **{"from": data.from_}, lines=data.lines, corpus=data.corpus
-        )
-        return msgspec.convert(tools.memory_get(service, arguments, owner=agent), MemoryGetOut)
+        return msgspec.convert(tools.memory_get(service, data, owner=agent), MemoryGetOut)
 
     @post(
         "/memory_feedback",
@@ -171,8 +157,7 @@ class ToolsController(Controller):
             InvalidInput: 400, paths given and none among the results.
             Conflict: 409, the retrieval already has feedback with other paths.
         """
-        arguments = {"retrievalId": data.retrievalId, "usedPaths": data.usedPaths}
-        answer = tools.memory_feedback(service, arguments, owner=agent, learner=caller.learner)
+        answer = tools.memory_feedback(service, data, owner=agent, learner=caller.learner)
         return msgspec.convert(answer, MemoryFeedbackOut)
 
     @post(
@@ -200,14 +185,5 @@ class ToolsController(Controller):
             NotFound: 404, an id missing or not visible to the agent.
             TooLarge: 413, a query over ``max_content_chars``.
         """
-        arguments = _present(
-            operation=data.operation,
-            ids=data.ids,
-            steps=data.steps,
-            types=data.types,
-            block=data.block,
-            query=data.query,
-            maxResults=data.maxResults,
-        )
-        answer = memory_graph(service, arguments, owner=agent)
+        answer = memory_graph(service, data, owner=agent)
         return msgspec.convert(answer, MemoryGraphOut)

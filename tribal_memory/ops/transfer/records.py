@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+import msgspec
 import numpy as np
 from sqlalchemy import JSON, Boolean, Column, DateTime, Float, Integer, LargeBinary, String, Table
 
@@ -260,9 +261,43 @@ def _memory_id(fields: Mapping[str, Any]) -> str:
     return value
 
 
+def _json_field(info: msgspec.inspect.Type) -> tuple[type, bool]:
+    """The JSON type an exported :class:`Memory` field has, and whether it may be null."""
+    null = isinstance(info, msgspec.inspect.UnionType) and info.includes_none
+    if isinstance(info, msgspec.inspect.UnionType):
+        (info,) = (t for t in info.types if not isinstance(t, msgspec.inspect.NoneType))
+    kinds: dict[type[msgspec.inspect.Type], type] = {
+        msgspec.inspect.StrType: str,
+        msgspec.inspect.LiteralType: str,
+        msgspec.inspect.DateTimeType: str,
+        msgspec.inspect.IntType: int,
+        msgspec.inspect.VarTupleType: list,
+        msgspec.inspect.DictType: dict,
+    }
+    return kinds[type(info)], null
+
+
+_MEMORY_INFO = msgspec.inspect.type_info(Memory)
+assert isinstance(_MEMORY_INFO, msgspec.inspect.DataclassType)
+_MEMORY_JSON = {f.name: _json_field(f.type) for f in _MEMORY_INFO.fields}
+"""Per :class:`Memory` field, as :func:`memory_to_json` writes it: (JSON type, nullable)."""
+_MEMORY_TIMES = tuple(
+    f.name
+    for f in _MEMORY_INFO.fields
+    if isinstance(f.type, msgspec.inspect.DateTimeType)
+    or (
+        isinstance(f.type, msgspec.inspect.UnionType)
+        and any(isinstance(t, msgspec.inspect.DateTimeType) for t in f.type.types)
+    )
+)
+
+
 def _decode_memory(data: Mapping[str, Any], dim: int, limits: RecordLimits) -> MemoryRecord:
     fields = _get(data, "memory", dict)
-    content: str = _get(fields, "content", str)
+    values = {
+        name: _get(fields, name, kind, null=null) for name, (kind, null) in _MEMORY_JSON.items()
+    }
+    content: str = values["content"]
     if not content.strip():
         raise _Problem("field 'content' is empty")
     if len(content) > limits.max_content_chars:
@@ -270,37 +305,29 @@ def _decode_memory(data: Mapping[str, Any], dim: int, limits: RecordLimits) -> M
             f"a memory has {len(content)} characters; the limit is {limits.max_content_chars} "
             "(TRIBAL_MAX_CONTENT_CHARS)"
         )
-    kind = _get(fields, "kind", str)
-    if kind not in MEMORY_KINDS:
-        raise _Problem(f"field 'kind' must be one of {', '.join(MEMORY_KINDS)}, not {kind!r}")
-    tags = _get(fields, "tags", list)
+    if values["kind"] not in MEMORY_KINDS:
+        kinds = ", ".join(MEMORY_KINDS)
+        raise _Problem(f"field 'kind' must be one of {kinds}, not {values['kind']!r}")
+    tags = values["tags"]
     if not all(isinstance(t, str) for t in tags):
         raise _Problem("field 'tags' must be a list of strings")
     if len(tags) > limits.max_tags:
         raise TooLarge(f"a memory has {len(tags)} tags; the limit is {limits.max_tags}")
-    metadata = dict(_get(fields, "metadata", dict))
+    metadata = dict(values["metadata"])
     try:
         check_metadata(metadata, limits.max_metadata_bytes)
     except InvalidInput as exc:
         raise _Problem(exc.detail) from exc
-    chunk_index = _get(fields, "chunk_index", int, null=True)
-    event_time = _get(fields, "event_time", str, null=True)
-    memory = Memory(
+    for name in _MEMORY_TIMES:
+        if values[name] is not None:
+            values[name] = _time(values[name], name)
+    values.update(
         memory_id=_memory_id(fields),
-        content=content,
         owner=_text(fields, "owner", _MAX_OWNER_CHARS),
-        kind=kind,
         tags=tuple(tags),
-        source=_get(fields, "source", str, null=True),
-        doc_id=_get(fields, "doc_id", str, null=True),
-        chunk_index=chunk_index,
-        parent_id=_get(fields, "parent_id", str, null=True),
-        created_at=_time(_get(fields, "created_at", str), "created_at"),
-        updated_at=_time(_get(fields, "updated_at", str), "updated_at"),
-        event_time=_time(event_time, "event_time") if event_time is not None else None,
         metadata=metadata,
     )
-    return MemoryRecord(memory, _decode_vector(_get(data, "vector", str), dim))
+    return MemoryRecord(Memory(**values), _decode_vector(_get(data, "vector", str), dim))
 
 
 def _decode_value(column: Column[Any], value: Any) -> Any:
