@@ -513,6 +513,16 @@ def test_auto_recall_switched_off(setup: Setup) -> None:
     assert _retrieval_stats(setup.server)["retrievals"] == before + 1
 
 
+def test_memory_capture_through_the_gateway_stores_a_fact(setup: Setup) -> None:
+    fact = "The release train leaves on Thursdays at noon."
+    status, stored = setup.gateway.invoke("memory_capture", {"content": fact, "tags": ["release"]})
+    assert status == 200 and stored["status"] == "created", stored
+    status, again = setup.gateway.invoke("memory_capture", {"content": fact})
+    assert status == 200 and (again["status"], again["memoryId"]) == ("exists", stored["memoryId"])
+    status, got = setup.gateway.invoke("memory_get", {"path": stored["path"]})
+    assert status == 200 and fact in got["text"], got
+
+
 def test_server_down_answers_unavailable(setup: Setup) -> None:
     """Last in the module: it stops the tribal-memory server."""
     setup.server.stop()

@@ -308,6 +308,24 @@ def test_agent_from_header_or_query_parameter(client: TestClient[Litestar]) -> N
     assert any("Release notes" in r["snippet"] for r in shared["results"])
 
 
+def test_memory_capture_over_http_stores_for_the_agent_and_reads_back(
+    client: TestClient[Litestar],
+) -> None:
+    fact = {"content": "The staging database is rebuilt every Sunday night.", "tags": ["ops"]}
+    first = client.post("/v1/tools/memory_capture", json=fact, headers={"X-Agent-Id": AGENT})
+    assert first.status_code == 200, first.text
+    stored = first.json()
+    assert stored["status"] == "created" and stored["path"] == f"memory/{stored['memoryId']}.md"
+    again = _call(client, "memory_capture", fact)
+    assert (again["status"], again["memoryId"]) == ("exists", stored["memoryId"])
+    memory = _service(client).get(stored["memoryId"])
+    assert (memory.owner, memory.tags) == (AGENT, ("ops",))
+    assert "Sunday night" in _call(client, "memory_get", {"path": stored["path"]})["text"]
+    assert _call(client, "memory_get", {"path": stored["path"]}, agent="other-agent")["text"] == ""
+    empty = client.post("/v1/tools/memory_capture", json={"content": " "})
+    assert empty.status_code == 400 and empty.json()["status"] == 400
+
+
 def test_feedback_is_recorded_and_the_fourth_search_is_learned(
     client: TestClient[Litestar],
 ) -> None:

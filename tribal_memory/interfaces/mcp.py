@@ -10,7 +10,7 @@ structured content).
 The tools run against a :class:`ToolBackend`: :class:`ServiceBackend` calls
 :mod:`tribal_memory.interfaces.tools` on an open :class:`MemoryService` in this process;
 :class:`HttpBackend` forwards each call to a running tribal-memory server
-(``POST /v1/tools/<name>``; ``POST /v1/memories`` for capture). Either way the
+(``POST /v1/tools/<name>``). Either way the
 answers have the shapes documented in :mod:`tribal_memory.interfaces.tools` (and
 :mod:`tribal_memory.interfaces.graph_tool` for ``memory_graph``).
 
@@ -44,7 +44,6 @@ from tribal_memory.base.errors import (
     TooLarge,
     TribalError,
 )
-from tribal_memory.base.models import SHARED_OWNER
 from tribal_memory.interfaces import tools
 from tribal_memory.interfaces.graph_tool import memory_graph
 from tribal_memory.interfaces.tool_args import (
@@ -210,15 +209,6 @@ class HttpBackend:
             StoreUnavailable: the server cannot be reached or did not answer JSON.
             TribalError: the server's error (by status: InvalidInput, NotFound, ...).
         """
-        if name == "memory_capture":
-            args = parse(MemoryCaptureIn, arguments)
-            body = {"content": args.content, "tags": args.tags or [], "source": args.source}
-            answer = self._post("/v1/memories", {**body, "owner": self.agent or SHARED_OWNER})
-            return tools.capture_answer(
-                str(answer["memory"]["memory_id"]),
-                str(answer["status"]),
-                answer.get("near_duplicate_of"),
-            )
         if name == GRAPH_TOOL:
             return self._post(f"/v1/tools/{GRAPH_TOOL}", dict(arguments))
         if name not in tools.TOOL_NAMES:

@@ -119,6 +119,23 @@ class MemoryFeedbackOut(msgspec.Struct):
     anchorsCreated: int
 
 
+# -- memory_capture ----------------------------------------------------------------------
+
+
+class MemoryCaptureOut(msgspec.Struct):
+    """The answer of ``memory_capture``: the stored memory's id and virtual path.
+
+    ``status`` is ``created`` or ``exists`` (the same text was already stored
+    for this owner); ``nearDuplicateOf`` names a very similar memory of the
+    owner that was already stored, if any.
+    """
+
+    memoryId: str
+    path: str
+    status: str
+    nearDuplicateOf: str | None
+
+
 # -- knowledge context ------------------------------------------------------------------
 
 

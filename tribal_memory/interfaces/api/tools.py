@@ -23,6 +23,7 @@ from tribal_memory.interfaces.api.auth import CallerDep
 from tribal_memory.interfaces.api.deps import Service
 from tribal_memory.interfaces.api.errors import error_responses
 from tribal_memory.interfaces.api.tool_schemas import (
+    MemoryCaptureOut,
     MemoryFeedbackOut,
     MemoryGetOut,
     MemoryGraphOut,
@@ -30,6 +31,7 @@ from tribal_memory.interfaces.api.tool_schemas import (
 )
 from tribal_memory.interfaces.graph_tool import memory_graph
 from tribal_memory.interfaces.tool_args import (
+    MemoryCaptureIn,
     MemoryFeedbackIn,
     MemoryGetIn,
     MemoryGraphIn,
@@ -73,7 +75,7 @@ Agent = NamedDependency[str | None]
 
 
 class ToolsController(Controller):
-    """OpenClaw memory-core tools: search, read by path, usage feedback."""
+    """Agent tools: search, read by path, usage feedback, capture, graph queries."""
 
     path = "/v1/tools"
     tags = ["agent tools"]
@@ -159,6 +161,30 @@ class ToolsController(Controller):
         """
         answer = tools.memory_feedback(service, data, owner=agent, learner=caller.learner)
         return msgspec.convert(answer, MemoryFeedbackOut)
+
+    @post(
+        "/memory_capture",
+        sync_to_thread=True,
+        status_code=HTTP_200_OK,
+        responses=error_responses(400, 403, 413, 503),
+    )
+    def memory_capture(
+        self,
+        data: JSONBody[MemoryCaptureIn],
+        service: Service,
+        agent: Agent,
+    ) -> MemoryCaptureOut:
+        """Store a fact for the agent (``shared`` with no agent); the plugin's ``memory_capture``.
+
+        Idempotent: the same text again answers ``status: "exists"`` with the
+        same ``memoryId``.
+
+        Raises:
+            InvalidInput: 400, empty content or a bad tag.
+            TooLarge: 413, content over ``max_content_chars``.
+            StoreUnavailable: 503, the memory could not be stored.
+        """
+        return msgspec.convert(tools.memory_capture(service, data, owner=agent), MemoryCaptureOut)
 
     @post(
         "/memory_graph",
