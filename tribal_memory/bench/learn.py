@@ -467,6 +467,25 @@ def targets(report: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
+def learn_stores(
+    path: Path | None, suite: str | None, seed: int, limit_samples: int | None = None
+) -> tuple[list[BenchStore], str, str]:
+    """The bench stores, dataset name and protocol of a project suite or a LoCoMo file.
+
+    ``suite`` (protocol ``feedback-phrasing``, see :func:`suite_stores`) when
+    given, else the LoCoMo file ``path`` (``feedback-half``, see :func:`locomo_stores`).
+
+    Raises:
+        InvalidInput: neither given, or as :func:`suite_stores` and :func:`locomo_stores`.
+        NotFound: as :func:`suite_stores`.
+    """
+    if suite is not None:
+        return suite_stores(suite, seed), suite, "feedback-phrasing"
+    if path is None:
+        raise InvalidInput("a LoCoMo-format path or a suite name is needed")
+    return locomo_stores(path, seed, limit_samples), str(path), "feedback-half"
+
+
 def run_learn_bench(
     stores: Sequence[BenchStore],
     *,
