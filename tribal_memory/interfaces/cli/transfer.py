@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import shutil
 import sys
 import tempfile
@@ -14,11 +13,10 @@ from typing import IO, Annotated
 
 import typer
 
-from tribal_memory.base.errors import InvalidInput
 from tribal_memory.interfaces.cli.output import Output
 from tribal_memory.interfaces.cli.root import app
 from tribal_memory.interfaces.cli.run import Run, with_run
-from tribal_memory.ops.transfer import ImportResult
+from tribal_memory.ops.transfer import ImportResult, write_export, write_export_file
 
 STDIO = "-"
 """The FILE argument meaning stdout (export) or stdin (import)."""
@@ -47,10 +45,10 @@ def export_(
     with run.progress("exporting", None) as advance:
         # A bad owner raises here, before a file is opened.
         lines = service.export_jsonl(owner=owner, progress=advance)
-        last = _write(lines, sys.stdout) if file == STDIO else _write_file(lines, Path(file))
-    if file == STDIO:
-        return None
-    counts: dict[str, int] = json.loads(last)["counts"]
+        if file == STDIO:
+            write_export(lines, sys.stdout)
+            return None
+        counts = write_export_file(lines, Path(file))
     return Output(
         [{"file": file, **counts}],
         [
@@ -59,30 +57,6 @@ def export_(
             f"{plural(counts['row'], 'learned row')} to {file}"
         ],
     )
-
-
-def _write(lines: Iterator[str], out: IO[str]) -> str:
-    """Write every line; returns the last (the end record)."""
-    last = ""
-    for last in lines:
-        out.write(last)
-    out.flush()
-    return last
-
-
-def _write_file(lines: Iterator[str], path: Path) -> str:
-    partial = path.with_name(path.name + ".partial")
-    try:
-        with partial.open("w", encoding="utf-8") as out:
-            last = _write(lines, out)
-        partial.replace(path)
-    except OSError as exc:
-        partial.unlink(missing_ok=True)
-        raise InvalidInput(f"cannot write {path}: {exc.strerror or exc}") from exc
-    except BaseException:
-        partial.unlink(missing_ok=True)
-        raise
-    return last
 
 
 @contextmanager
