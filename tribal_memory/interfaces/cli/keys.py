@@ -7,15 +7,12 @@ servers are running on the same database.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Annotated
 
 import typer
 from rich.table import Table
 
-from tribal_memory.auth.keys import ApiKey, ApiKeys
-from tribal_memory.base.db import Database, create_sqlite_dir, engine_for, migrate
+from tribal_memory.auth.keys import ApiKey, open_api_keys
 from tribal_memory.base.errors import NotFound
 from tribal_memory.interfaces.cli.options import DataDirOption
 from tribal_memory.interfaces.cli.output import Output
@@ -28,19 +25,6 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 root_app.add_typer(app)
-
-
-@contextmanager
-def _keys(run: Run) -> Iterator[ApiKeys]:
-    """The API keys of ``run``'s SQL database (created or migrated first)."""
-    settings = run.settings()
-    create_sqlite_dir(settings)
-    db = Database(engine_for(settings))
-    try:
-        migrate(db.engine)
-        yield ApiKeys(db)
-    finally:
-        db.close()
 
 
 def _key_dict(key: ApiKey) -> dict[str, object]:
@@ -72,7 +56,7 @@ def create(
     create another). Requests send it as ``Authorization: Bearer <key>``.
     """
     run = Run(ctx, data_dir, json_out)
-    with _keys(run) as keys:
+    with open_api_keys(run.settings()) as keys:
         key, token = keys.create(owner, admin=admin, label=label)
     if json_out:
         run.emit({**_key_dict(key), "key": token})
@@ -91,7 +75,7 @@ def list_keys(
     ] = None,
 ) -> None:
     """List keys (ids, owners, roles; never the keys themselves)."""
-    with _keys(run) as keys:
+    with open_api_keys(run.settings()) as keys:
         found = keys.list(owner)
     if not found and not run.json:
         run.err.print("no keys")
@@ -115,7 +99,7 @@ def revoke(
     key_id: Annotated[str, typer.Argument(metavar="KEY_ID", help="From 'keys list'.")],
 ) -> Output:
     """Revoke a key: requests with it get 401 from now on."""
-    with _keys(run) as keys:
+    with open_api_keys(run.settings()) as keys:
         if not keys.revoke(key_id):
             raise NotFound(f"no key with id {key_id}")
     return Output([{"key_id": key_id, "revoked": True}], [f"revoked {key_id}"])
