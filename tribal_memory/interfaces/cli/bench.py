@@ -130,6 +130,8 @@ def bench_learn(
         agents=agents,
         log=None if run.json else run.out.print,
     )
+    if run.json:  # the tables read fields the report may lack: built for a terminal only
+        return Output([report])
     return Output([report], [*_learn_tables(report, agents), *_learn_lines(report), *_written(out)])
 
 
@@ -276,7 +278,8 @@ def bench_perf(
         command=" ".join(["tribal-memory", *sys.argv[1:]]),
         log=None if run.json else run.err.print,
     )
-    run.show(Output([report], [*_perf_text(report), *_written(out)]))
+    # The text reads fields the report may lack: built for a terminal only.
+    run.show(Output([report], [] if run.json else [*_perf_text(report), *_written(out)]))
 
 
 def _perf_text(report: dict[str, Any]) -> list[RenderableType]:
