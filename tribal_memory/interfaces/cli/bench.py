@@ -19,6 +19,11 @@ from tribal_memory.interfaces.cli.run import Run, with_run
 bench_app = typer.Typer(help="Benchmarks.", no_args_is_help=True)
 app.add_typer(bench_app, name="bench")
 
+OutOption = Annotated[Path | None, typer.Option("--out", help="Write the JSON report here.")]
+LimitSamplesOption = Annotated[
+    int | None, typer.Option(min=1, help="Only the first N conversations.")
+]
+
 _BENCH_COLUMNS = ("recall@5", "recall@10", "recall@25", "hit@10", "mrr", "p50_ms", "p95_ms")
 
 
@@ -27,10 +32,8 @@ _BENCH_COLUMNS = ("recall@5", "recall@10", "recall@25", "hit@10", "mrr", "p50_ms
 def bench_locomo(
     run: Run,
     path: Annotated[Path, typer.Argument(help="A LoCoMo-format JSON file.")],
-    out: Annotated[Path | None, typer.Option("--out", help="Write the JSON report here.")] = None,
-    limit_samples: Annotated[
-        int | None, typer.Option(min=1, help="Only the first N conversations.")
-    ] = None,
+    out: OutOption = None,
+    limit_samples: LimitSamplesOption = None,
 ) -> Output:
     """Retrieval benchmark on LoCoMo: recall@k, hit@10, MRR and latency per variant."""
     from tribal_memory.bench.locomo import run_locomo_bench
@@ -78,7 +81,7 @@ def bench_learn(
         str | None,
         typer.Option("--suite", help="A suite shipped with the project, e.g. team-facts."),
     ] = None,
-    out: Annotated[Path | None, typer.Option("--out", help="Write the JSON report here.")] = None,
+    out: OutOption = None,
     seed: Annotated[int, typer.Option(help="Seed of the question split.")] = 0,
     rounds: Annotated[int, typer.Option(min=1, help="Times each fed question is replayed.")] = 3,
     feedback_k: Annotated[
@@ -97,9 +100,7 @@ def bench_learn(
             "again (question + answer) in the same session and report what that found.",
         ),
     ] = "shown",
-    limit_samples: Annotated[
-        int | None, typer.Option(min=1, help="Only the first N conversations.")
-    ] = None,
+    limit_samples: LimitSamplesOption = None,
     agents: Annotated[
         int,
         typer.Option(
@@ -211,7 +212,7 @@ def _sizes(text: str) -> list[int]:
 @bench_app.command("perf")
 def bench_perf(
     ctx: typer.Context,
-    out: Annotated[Path | None, typer.Option("--out", help="Write the JSON report here.")] = None,
+    out: OutOption = None,
     sizes: Annotated[
         str, typer.Option("--sizes", help="Comma-separated store sizes (memories).")
     ] = "10000",
