@@ -29,6 +29,7 @@ from tribal_memory.base.models import (
     memory_id_for,
 )
 from tribal_memory.base.tables import QueryCacheRow, QueryFactWeightRow
+from tribal_memory.documents.ingest import plan_ingest
 from tribal_memory.documents.parsing import doc_id_for, parse_document
 from tribal_memory.documents.sync import (
     FileOutcome,
@@ -313,6 +314,34 @@ def test_folders_map_to_owners(tmp_path: Path) -> None:
     assert {d.owner for d in explicit} == {"ops"}
 
 
+def test_plan_ingest_paths_are_relative_to_each_directory_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kb = write(tmp_path / "kb" / "alice" / "notes.md", "Alice's notes").parent.parent
+    write(kb / "logo.png", "not text")
+    single = write(tmp_path / "elsewhere" / "one.md", "named on its own")
+    monkeypatch.chdir(tmp_path)
+
+    plan = plan_ingest([kb, single], owner=None, root=None, fmt="auto")
+    rooted = plan_ingest([kb], owner="ops", root=tmp_path, fmt="auto")
+
+    assert [(d.path, d.owner) for d in plan.documents] == [
+        ("alice/notes.md", "alice"),
+        ("elsewhere/one.md", SHARED_OWNER),  # a file on its own: relative to the cwd
+    ]
+    assert plan.skipped == [kb / "logo.png"]
+    assert (plan.conversations, plan.turns) == ([], [])
+    assert [(d.path, d.owner) for d in rooted.documents] == [("kb/alice/notes.md", "ops")]
+
+
+def test_plan_ingest_reads_locomo_files_named_unless_text(tmp_path: Path) -> None:
+    talk = write(tmp_path / "talk.json", "{}")
+
+    with pytest.raises(InvalidInput, match="not in LoCoMo format"):
+        plan_ingest([talk], owner=None, root=None, fmt="auto")
+    assert plan_ingest([talk], owner=None, root=None, fmt="text").skipped == [talk]
+
+
 # -- the document index ------------------------------------------------------------------
 
 
@@ -538,9 +567,9 @@ def test_sync_directory_forgets_documents_whose_files_are_gone(
     write(kb / "alice" / "b.md", "# B\n\nAlice's second note.")
     outcomes: list[FileOutcome] = []
 
-    sync_directory(service, kb, owner=None, root=tmp_path, report=outcomes.append)
+    sync_directory(service.document_index, kb, owner=None, root=tmp_path, report=outcomes.append)
     (kb / "alice" / "b.md").unlink()
-    sync_directory(service, kb, owner=None, root=tmp_path, report=outcomes.append)
+    sync_directory(service.document_index, kb, owner=None, root=tmp_path, report=outcomes.append)
 
     statuses = [(o.file.path, o.result.status) for o in outcomes if o.result is not None]
     assert statuses == [
@@ -565,7 +594,7 @@ def test_watch_mode_syncs_an_add_a_change_and_a_delete(
     def run() -> None:
         try:
             watch_directory(
-                service,
+                service.document_index,
                 kb,
                 owner=None,
                 root=tmp_path,

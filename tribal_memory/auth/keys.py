@@ -12,14 +12,20 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from sqlalchemy import delete, select
 
-from tribal_memory.base.db import Database
+from tribal_memory.base.db import Database, create_sqlite_dir, engine_for, migrate
 from tribal_memory.base.errors import InvalidInput
 from tribal_memory.base.tables import ApiKeyRow, utcnow
+
+if TYPE_CHECKING:
+    from tribal_memory.base.config import Settings
 
 KEY_PREFIX = "tm_"
 _MAX_OWNER_CHARS = 128
@@ -114,3 +120,22 @@ class ApiKeys:
         with self._db.session() as session:
             result = session.execute(delete(ApiKeyRow).where(ApiKeyRow.key_id == key_id))
             return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
+@contextmanager
+def open_api_keys(settings: Settings) -> Iterator[ApiKeys]:
+    """The API keys of ``settings``' SQL database, its schema created or upgraded first.
+
+    Opens only the SQL database (no store, no embedding model), so it is quick
+    and works while servers use the same database; closed on exit.
+
+    Raises:
+        StoreUnavailable: the database cannot be created, reached or migrated.
+    """
+    create_sqlite_dir(settings)
+    db = Database(engine_for(settings))
+    try:
+        migrate(db.engine)
+        yield ApiKeys(db)
+    finally:
+        db.close()

@@ -211,6 +211,36 @@ def migrate(engine: Engine) -> str | None:
         ) from exc
 
 
+def create_sqlite_dir(settings: Settings) -> None:
+    """Create the data dir when the SQL database is its SQLite file (no-op for a URL).
+
+    Raises:
+        StoreUnavailable: the directory cannot be created.
+    """
+    if settings.database_url is not None:
+        return
+    try:
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreUnavailable(f"cannot create data dir {settings.data_dir}: {exc}") from exc
+
+
+def migrate_database(settings: Settings) -> str | None:
+    """Create or upgrade the SQL schema of ``settings``' database; returns the revision applied.
+
+    Only the SQL database is opened (no store, no model).
+
+    Raises:
+        StoreUnavailable: as :func:`create_sqlite_dir`, :func:`make_engine` and :func:`migrate`.
+    """
+    create_sqlite_dir(settings)
+    engine = engine_for(settings)
+    try:
+        return migrate(engine)
+    finally:
+        engine.dispose()
+
+
 def current_revision(engine: Engine) -> str | None:
     """The migration revision the database is at (None before the first migration).
 

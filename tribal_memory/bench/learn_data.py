@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from tribal_memory.base.errors import InvalidInput
 from tribal_memory.base.models import MemoryInput
 from tribal_memory.service.memory_service import MemoryService
 
@@ -139,3 +140,22 @@ def load(service: MemoryService, memories: Sequence[MemoryInput]) -> None:
     for start in range(0, len(memories), _BATCH):
         service.capture_batch(list(memories[start : start + _BATCH]))
     service.optimize()
+
+
+def learn_stores(
+    path: Path | None, suite: str | None, seed: int, limit_samples: int | None = None
+) -> tuple[list[BenchStore], str, str]:
+    """The bench stores, dataset name and protocol of a project suite or a LoCoMo file.
+
+    ``suite`` (protocol ``feedback-phrasing``, see :func:`suite_stores`) when
+    given, else the LoCoMo file ``path`` (``feedback-half``, see :func:`locomo_stores`).
+
+    Raises:
+        InvalidInput: neither given, or as :func:`suite_stores` and :func:`locomo_stores`.
+        NotFound: as :func:`suite_stores`.
+    """
+    if suite is not None:
+        return suite_stores(suite, seed), suite, "feedback-phrasing"
+    if path is None:
+        raise InvalidInput("a LoCoMo-format path or a suite name is needed")
+    return locomo_stores(path, seed, limit_samples), str(path), "feedback-half"

@@ -4,7 +4,8 @@ Modules: :mod:`.index` (ingest, list and delete documents of a store),
 :mod:`.parsing` (formats, metadata, heading hierarchy), :mod:`.chunking`
 (sections and token-sized chunks), :mod:`.tokens` (the model's tokenizer),
 :mod:`.pdf` (page text), :mod:`.chunk_context` (a chunk's neighbours and
-headings), :mod:`.sync` (folders to owners, sync and watch), :mod:`.locomo`.
+headings), :mod:`.sync` (folders to owners, sync and watch), :mod:`.ingest` (files and
+folders planned, then ingested or captured), :mod:`.locomo`.
 """
 
 from tribal_memory.documents.locomo import LocomoQuestion, LocomoSample, iter_memories, load_locomo

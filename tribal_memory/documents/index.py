@@ -109,7 +109,7 @@ class DocumentIndex:
     """
 
     def __init__(self, core: Core) -> None:
-        self._core = core
+        self.core = core
         self._db = core.db
         self._store: MemoryStore = core.store
         self._lock = core.db.lock("documents", on_acquire=core.store.refresh)
@@ -151,7 +151,7 @@ class DocumentIndex:
             StoreUnavailable / EmbeddingError: storing failed (the row is left
                 as it was, so ingesting again retries).
         """
-        settings = self._core.settings
+        settings = self.core.settings
         path = self._check_path(path)
         owner = check_owner(owner)
         fmt = document_format(path)
@@ -202,7 +202,7 @@ class DocumentIndex:
         return memory_id_for(item.owner.strip(), item.content.strip())
 
     def _check_sizes(self, path: str, items: Sequence[MemoryInput]) -> None:
-        limit = self._core.settings.max_content_chars
+        limit = self.core.settings.max_content_chars
         for item in items:
             if len(item.content) > limit:
                 meta = item.metadata
@@ -214,10 +214,10 @@ class DocumentIndex:
 
     def _capture(self, items: Sequence[MemoryInput]) -> int:
         """Capture in batches; returns how many memories were new."""
-        batch = min(_CAPTURE_BATCH, self._core.settings.max_batch_size)
+        batch = min(_CAPTURE_BATCH, self.core.settings.max_batch_size)
         created = 0
         for offset in range(0, len(items), batch):
-            results = self._core.capture_batch(items[offset : offset + batch])
+            results = self.core.capture_batch(items[offset : offset + batch])
             created += sum(result.status == "created" for result in results)
         return created
 
@@ -239,7 +239,7 @@ class DocumentIndex:
             if memory.doc_id == doc_id
             and self._move(memory, path, doc_id, *first[memory.memory_id])
         ]
-        self._core.forget_cached(moved)
+        self.core.forget_cached(moved)
 
     def _move(
         self, memory: Memory, path: str, doc_id: str, index: int, placement: Placement
@@ -282,8 +282,8 @@ class DocumentIndex:
                     moved.append(memory_id)
             else:
                 delete.append(memory_id)
-        self._core.forget_cached(moved)
-        return self._core.delete_many(delete)
+        self.core.forget_cached(moved)
+        return self.core.delete_many(delete)
 
     def _holders(
         self, owner: str, path: str, memory_ids: Sequence[str]

@@ -11,8 +11,8 @@ Paths: a document's path (its chunks' ``source``, the key of its row with the
 owner) is the file's path relative to ``root`` in POSIX form, or its absolute
 path when it is outside ``root``.
 
-Everything here goes through :class:`~tribal_memory.service.memory_service.MemoryService`
-methods (``ingest_document``, ``documents``, ``delete_document``).
+Everything here goes through the :class:`~tribal_memory.documents.index.DocumentIndex`
+(``ingest``, ``documents``, ``delete``).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from tribal_memory.base.models import SHARED_OWNER, DocumentResult
 from tribal_memory.documents.parsing import DOCUMENT_SUFFIXES, iter_paths, relative_source
 
 if TYPE_CHECKING:
-    from tribal_memory.service.memory_service import MemoryService
+    from tribal_memory.documents.index import DocumentIndex
 
 WATCH_DEBOUNCE_MS = 800
 """Changes within this many milliseconds are handled together."""
@@ -114,7 +114,7 @@ def document_files(
     return found, skipped
 
 
-def ingest_file(service: MemoryService, document: DocumentFile) -> FileOutcome:
+def ingest_file(index: DocumentIndex, document: DocumentFile) -> FileOutcome:
     """Ingest one file; a file that cannot be read or is refused as input is an outcome.
 
     Raises:
@@ -122,7 +122,7 @@ def ingest_file(service: MemoryService, document: DocumentFile) -> FileOutcome:
     """
     try:
         data = document.file.read_bytes()
-        result = service.ingest_document(document.path, data, owner=document.owner)
+        result = index.ingest(document.path, data, owner=document.owner)
     except OSError as exc:
         return FileOutcome(document, error=f"{document.file}: {exc.strerror or exc}")
     except (InvalidInput, TooLarge) as exc:
@@ -131,13 +131,13 @@ def ingest_file(service: MemoryService, document: DocumentFile) -> FileOutcome:
 
 
 def sync_files(
-    service: MemoryService,
+    index: DocumentIndex,
     documents: Iterable[DocumentFile],
     report: Callable[[FileOutcome], None],
 ) -> None:
     """Ingest each file (see :func:`ingest_file`) and report each outcome as it comes."""
     for document in documents:
-        report(ingest_file(service, document))
+        report(ingest_file(index, document))
 
 
 def _prefix(directory: Path, root: Path | None) -> str:
@@ -151,7 +151,7 @@ def _file_of(path: str, root: Path | None) -> Path:
 
 
 def forget_missing(
-    service: MemoryService,
+    index: DocumentIndex,
     directory: Path,
     *,
     owner: str | None,
@@ -165,7 +165,7 @@ def forget_missing(
     directory and its owner is the one the directory's folder rule gives it.
     """
     prefix = _prefix(under or directory, root)
-    for info in service.documents():
+    for info in index.documents():
         if not info.path.startswith(prefix) or os.path.isabs(info.path) != os.path.isabs(prefix):
             continue
         file = _file_of(info.path, root)
@@ -173,13 +173,13 @@ def forget_missing(
             continue
         document = DocumentFile(file, info.path, info.owner)
         try:
-            report(FileOutcome(document, service.delete_document(info.path, owner=info.owner)))
+            report(FileOutcome(document, index.delete(info.path, owner=info.owner)))
         except NotFound:
             continue  # deleted meanwhile
 
 
 def sync_directory(
-    service: MemoryService,
+    index: DocumentIndex,
     directory: Path,
     *,
     owner: str | None,
@@ -188,12 +188,12 @@ def sync_directory(
 ) -> None:
     """Make the index match ``directory``: ingest every document, forget vanished ones."""
     documents, _ = document_files([directory], owner=owner, root=root)
-    sync_files(service, documents, report)
-    forget_missing(service, directory, owner=owner, root=root, report=report)
+    sync_files(index, documents, report)
+    forget_missing(index, directory, owner=owner, root=root, report=report)
 
 
 def watch_directory(
-    service: MemoryService,
+    index: DocumentIndex,
     directory: Path,
     *,
     owner: str | None,
@@ -213,7 +213,7 @@ def watch_directory(
     Changes within :data:`WATCH_DEBOUNCE_MS` are handled together.
 
     Args:
-        service: The open service.
+        index: The document index of the open store.
         directory: The folder to watch (recursively).
         owner: Owner of every document; None maps folders to owners.
         root: Document paths are relative to it.
@@ -250,18 +250,18 @@ def watch_directory(
         stop_event=stop,
     ):
         if not started:  # the watcher runs now: nothing written from here on is missed
-            sync_directory(service, directory, owner=owner, root=root, report=report)
+            sync_directory(index, directory, owner=owner, root=root, report=report)
             started = True
             if ready is not None:
                 ready()
         for _, name in sorted(changes, key=lambda change: change[1]):
-            _apply(service, directory, Path(name), owner=owner, root=root, report=report)
+            _apply(index, directory, Path(name), owner=owner, root=root, report=report)
         if deadline is not None and time.monotonic() >= deadline:
             return
 
 
 def _apply(
-    service: MemoryService,
+    index: DocumentIndex,
     directory: Path,
     path: Path,
     *,
@@ -272,21 +272,21 @@ def _apply(
     """Bring the index in line with what is at ``path`` now."""
     if path.is_file():
         if is_document(path):
-            _ingest_or_forget(service, directory, path, owner=owner, root=root, report=report)
+            _ingest_or_forget(index, directory, path, owner=owner, root=root, report=report)
     elif path.is_dir():  # a new or moved-in folder: its files may have raised no events
         documents, _ = document_files([path], owner=owner, root=root)
         for document in documents:
             _ingest_or_forget(
-                service, directory, document.file, owner=owner, root=root, report=report
+                index, directory, document.file, owner=owner, root=root, report=report
             )
     elif is_document(path):
-        _forget(service, directory, path, owner=owner, root=root, report=report)
+        _forget(index, directory, path, owner=owner, root=root, report=report)
     else:  # perhaps a folder deleted or moved away
-        forget_missing(service, directory, owner=owner, root=root, report=report, under=path)
+        forget_missing(index, directory, owner=owner, root=root, report=report, under=path)
 
 
 def _ingest_or_forget(
-    service: MemoryService,
+    index: DocumentIndex,
     directory: Path,
     file: Path,
     *,
@@ -296,15 +296,15 @@ def _ingest_or_forget(
 ) -> None:
     """Ingest ``file``; when it vanished before it could be read, forget it instead."""
     document = DocumentFile(file, relative_source(file, root), owner_in(directory, file, owner))
-    outcome = ingest_file(service, document)
+    outcome = ingest_file(index, document)
     if outcome.result is None and not file.exists():
-        _forget(service, directory, file, owner=owner, root=root, report=report)
+        _forget(index, directory, file, owner=owner, root=root, report=report)
     else:
         report(outcome)
 
 
 def _forget(
-    service: MemoryService,
+    index: DocumentIndex,
     directory: Path,
     file: Path,
     *,
@@ -313,10 +313,10 @@ def _forget(
     report: Callable[[FileOutcome], None],
 ) -> None:
     document = DocumentFile(file, relative_source(file, root), owner_in(directory, file, owner))
-    known = service.documents(owner=document.owner)
+    known = index.documents(owner=document.owner)
     if not any((d.path, d.owner) == (document.path, document.owner) for d in known):
         return  # never ingested (a shared document with that path is not this file's)
     try:
-        report(FileOutcome(document, service.delete_document(document.path, owner=document.owner)))
+        report(FileOutcome(document, index.delete(document.path, owner=document.owner)))
     except NotFound:
         return  # removed meanwhile

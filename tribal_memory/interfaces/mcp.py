@@ -36,6 +36,7 @@ from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import TransportSecuritySettings
 
 from tribal_memory import __version__
+from tribal_memory.base.config import Settings, auth_enabled
 from tribal_memory.base.errors import (
     Conflict,
     InvalidInput,
@@ -318,6 +319,24 @@ def transport_security(
         allowed_hosts=[*names, *(f"{n}:*" for n in names)],
         allowed_origins=[*origins, *cors_origins],
     )
+
+
+def http_security(settings: Settings, host: str) -> TransportSecuritySettings:
+    """The Host/Origin check of MCP over HTTP bound to ``host`` (see :func:`transport_security`).
+
+    The MCP endpoint checks no API keys, so it binds only where keys would
+    not be required: loopback, or anywhere with ``TRIBAL_AUTH=off``.
+
+    Raises:
+        InvalidInput: ``host`` is not loopback and ``settings.auth`` is not off.
+    """
+    if auth_enabled(settings.auth, host):
+        raise InvalidInput(
+            f"MCP over HTTP checks no API keys, so it binds only to loopback, not {host!r} "
+            "(TRIBAL_AUTH=off allows it)"
+        )
+    bound = settings.model_copy(update={"host": host})
+    return transport_security(bound.host_allow_list, bound.cors_origins)
 
 
 async def serve_http(

@@ -11,6 +11,7 @@ HTTP layer runs it in worker threads.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 
 from tribal_memory.auth.keys import ApiKeys
 from tribal_memory.auth.policy import Caller
@@ -32,6 +33,8 @@ from tribal_memory.base.models import (
 from tribal_memory.base.validation import check_owner
 from tribal_memory.core import Core
 from tribal_memory.documents.index import DocumentIndex
+from tribal_memory.documents.ingest import capture_turns, ingest_documents
+from tribal_memory.documents.sync import DocumentFile, FileOutcome, watch_directory
 from tribal_memory.embeddings.base import Embedder, Vector
 from tribal_memory.graph.queries import GraphQueries
 from tribal_memory.learned.learner import Learner
@@ -224,6 +227,58 @@ class MemoryService(RetrievalOperations, GraphOperations):
         """
         raw = data.encode("utf-8") if isinstance(data, str) else data
         return self.document_index.ingest(path, raw, owner=owner)
+
+    def ingest_files(
+        self,
+        documents: Sequence[DocumentFile],
+        *,
+        report: Callable[[FileOutcome], None],
+        advance: Callable[[int], None] | None = None,
+    ) -> None:
+        """Ingest files (planned by :func:`~tribal_memory.documents.ingest.plan_ingest`).
+
+        Each file's outcome goes to ``report`` (a file that cannot be read or
+        is refused is an outcome with an error, not an exception); new rows
+        are then folded into the full-text index. ``advance`` counts files.
+
+        Raises:
+            StoreUnavailable / EmbeddingError: storing failed (not a problem of a file).
+        """
+        ingest_documents(self.document_index, list(documents), report=report, advance=advance)
+
+    def capture_all(
+        self, items: Sequence[MemoryInput], *, advance: Callable[[int], None] | None = None
+    ) -> int:
+        """Capture many memories in batches, then optimise; returns how many were new.
+
+        Raises:
+            As :meth:`capture_batch`, for the batch that failed (earlier ones stay).
+        """
+        return capture_turns(self.core, list(items), advance=advance)
+
+    def watch_directory(
+        self,
+        directory: Path,
+        *,
+        owner: str | None,
+        root: Path | None,
+        report: Callable[[FileOutcome], None],
+        max_seconds: float | None = None,
+        ready: Callable[[], None] | None = None,
+    ) -> None:
+        """Keep the documents of ``directory`` in sync until interrupted or ``max_seconds``.
+
+        See :func:`tribal_memory.documents.sync.watch_directory`.
+        """
+        watch_directory(
+            self.document_index,
+            directory,
+            owner=owner,
+            root=root,
+            report=report,
+            max_seconds=max_seconds,
+            ready=ready,
+        )
 
     def documents(self, *, owner: str | None = None) -> list[DocumentInfo]:
         """Ingested documents of ``owner`` and shared ones (None: all), by owner and path."""

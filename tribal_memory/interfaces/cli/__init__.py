@@ -12,15 +12,18 @@ unexpected errors with their traceback.
 Every other setting comes from ``TRIBAL_*`` environment variables (see
 :class:`tribal_memory.base.config.Settings`).
 
-Modules: :mod:`.root` (the typer app, its error handling, global options and
-what each command shares), :mod:`.commands`, :mod:`.graph` (``intersection``,
+Modules: :mod:`.root` (the typer app, its error handling and the options
+before the command), :mod:`.run` (:class:`~.run.Run`, what a command needs,
+and :func:`~.run.with_run`, which opens and closes it and prints what the
+command returns), :mod:`.options` (options several commands share),
+:mod:`.output` (JSON lines or tables, progress bars, errors),
+:mod:`.commands`, :mod:`.graph` (``intersection``,
 ``relate-batch``, ``memories``, ``clear-owner``, ``search-vector``),
 :mod:`.documents` (``ingest``, ``documents``), :mod:`.learned` (feedback,
 anchors, variants), :mod:`.keys` (API keys), :mod:`.maintenance` (``check``,
 ``backup``, ``restore``),
 :mod:`.transfer` (``export`` and ``import``), :mod:`.agent` (``mcp`` and
-``context``), :mod:`.bench` (the ``bench`` sub-commands) and :mod:`.output`
-(JSON lines, tables, progress bars, errors).
+``context``) and :mod:`.bench` (the ``bench`` sub-commands).
 """
 
 # Importing the command modules registers their commands on ``app``.
@@ -35,7 +38,9 @@ from tribal_memory.interfaces.cli import (  # noqa: F401
     maintenance,
     transfer,
 )
-from tribal_memory.interfaces.cli.root import _Run as _Run  # tests patch it as ``cli._Run``
 from tribal_memory.interfaces.cli.root import app, main
+from tribal_memory.interfaces.cli.run import Run
+
+_Run = Run  # tests patch it as ``cli._Run``
 
 __all__ = ["app", "main"]

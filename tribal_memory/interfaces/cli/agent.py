@@ -10,16 +10,24 @@ data dir in this process, or with ``--url`` forwards every call to a running
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from enum import StrEnum
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import anyio
 import typer
 
-from tribal_memory.base.config import auth_enabled
 from tribal_memory.base.errors import InvalidInput
-from tribal_memory.interfaces.cli.root import DataDirOption, JsonOption, _Run, app
+from tribal_memory.interfaces.cli.options import DataDirOption, agent_owner
+from tribal_memory.interfaces.cli.output import Output
+from tribal_memory.interfaces.cli.root import app
+from tribal_memory.interfaces.cli.run import Run, with_run
+
+if TYPE_CHECKING:
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    from tribal_memory.interfaces.mcp import ToolBackend
 
 DEFAULT_MCP_PORT = 18961
 """Port of ``mcp --transport http`` when ``--port`` is not given."""
@@ -71,52 +79,41 @@ def mcp(
     endpoint checks no API keys, so it refuses a non-loopback ``--host``
     unless ``TRIBAL_AUTH=off``.
     """
-    from tribal_memory.interfaces.mcp import (
-        HttpBackend,
-        ServiceBackend,
-        ToolBackend,
-        serve_http,
-        serve_stdio,
-        transport_security,
-    )
+    from tribal_memory.interfaces.mcp import HttpBackend, ServiceBackend, http_security
 
-    run = _Run(ctx, data_dir, None)
-    owner = agent.strip() if agent and agent.strip() else None
-    if transport is Transport.http and auth_enabled(run.settings().auth, host):
-        # The MCP endpoint checks no API keys: it must not be reachable from elsewhere.
-        raise InvalidInput(
-            f"MCP over HTTP checks no API keys, so it binds only to loopback, not {host!r} "
-            "(TRIBAL_AUTH=off allows it)"
-        )
-
-    settings = run.settings().model_copy(update={"host": host})
-    security = transport_security(settings.host_allow_list, settings.cors_origins)
-
-    def serve(backend: ToolBackend) -> None:
-        try:
-            if transport is Transport.http:
-                anyio.run(lambda: serve_http(backend, host=host, port=port, security=security))
-            else:
-                anyio.run(serve_stdio, backend)
-        except KeyboardInterrupt:
-            pass
-
-    if url is not None:
+    owner = agent_owner(agent)
+    with Run(ctx, data_dir, None) as run:
+        settings = run.settings()  # read with --url too: a bad TRIBAL_* setting is an error
+        security = http_security(settings, host) if transport is Transport.http else None
+        if url is None:
+            _serve(ServiceBackend(run.service(), owner), host, port, security)
+            return
         if run.data_dir is not None:
             raise InvalidInput("--url and --data-dir exclude each other")
         http_backend = HttpBackend(url, agent=owner, api_key=api_key)
         try:
-            serve(http_backend)
+            _serve(http_backend, host, port, security)
         finally:
             http_backend.close()
-        return
-    with run.service() as service:
-        serve(ServiceBackend(service, owner))
+
+
+def _serve(
+    backend: ToolBackend, host: str, port: int, security: TransportSecuritySettings | None
+) -> None:
+    """Serve the tools over stdio, or over HTTP (with ``security``) at host:port, until Ctrl-C."""
+    from tribal_memory.interfaces.mcp import serve_http, serve_stdio
+
+    with contextlib.suppress(KeyboardInterrupt):
+        if security is None:
+            anyio.run(serve_stdio, backend)
+        else:
+            anyio.run(lambda: serve_http(backend, host=host, port=port, security=security))
 
 
 @app.command()
+@with_run
 def context(
-    ctx: typer.Context,
+    run: Run,
     prompt: Annotated[str, typer.Argument(help="The agent's prompt; - reads it from stdin.")],
     agent: AgentOption = None,
     top_k: Annotated[int, typer.Option("--top-k", "-k", min=1, help="Most hits.")] = 3,
@@ -130,30 +127,24 @@ def context(
         int | None,
         typer.Option(min=1, help="Token budget (default: TRIBAL_CONTEXT_MAX_TOKENS)."),
     ] = None,
-    data_dir: DataDirOption = None,
-    json_out: JsonOption = None,
 ) -> None:
     """Print the <knowledge-graph> block for PROMPT (empty when skipped or nothing matched)."""
     from tribal_memory.interfaces.context import build_context, context_json
 
-    run = _Run(ctx, data_dir, json_out)
     text = sys.stdin.read() if prompt == "-" else prompt
-    with run.service() as service:
-        built = build_context(
-            service,
-            text,
-            owner=agent.strip() if agent and agent.strip() else None,
-            top_k=top_k,
-            min_score=min_score,
-            include_neighbors=neighbors,
-            max_tokens=max_tokens,
-        )
+    built = build_context(
+        run.service(),
+        text,
+        owner=agent_owner(agent),
+        top_k=top_k,
+        min_score=min_score,
+        include_neighbors=neighbors,
+        max_tokens=max_tokens,
+    )
+    run.show(Output([context_json(built)], [built.context] if built.context else []))
     if run.json:
-        run.emit(context_json(built))
         return
-    if built.context:
-        run.out.print(built.context)
-    else:
+    if not built.context:
         run.err.print(f"no context: {built.skipped_reason}")
     if built.retrieval_id:
         run.err.print(f"retrieval id: {built.retrieval_id}")

@@ -4,47 +4,52 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from rich.console import RenderableType
 from rich.table import Table
 
-from tribal_memory.interfaces.cli.root import DataDirOption, JsonOption, _Run, app
+from tribal_memory.base.errors import InvalidInput
+from tribal_memory.interfaces.cli.options import JsonOption
+from tribal_memory.interfaces.cli.output import Output
+from tribal_memory.interfaces.cli.root import app
+from tribal_memory.interfaces.cli.run import Run, with_run
 
 bench_app = typer.Typer(help="Benchmarks.", no_args_is_help=True)
 app.add_typer(bench_app, name="bench")
+
+OutOption = Annotated[Path | None, typer.Option("--out", help="Write the JSON report here.")]
+LimitSamplesOption = Annotated[
+    int | None, typer.Option(min=1, help="Only the first N conversations.")
+]
 
 _BENCH_COLUMNS = ("recall@5", "recall@10", "recall@25", "hit@10", "mrr", "p50_ms", "p95_ms")
 
 
 @bench_app.command("locomo")
+@with_run
 def bench_locomo(
-    ctx: typer.Context,
+    run: Run,
     path: Annotated[Path, typer.Argument(help="A LoCoMo-format JSON file.")],
-    out: Annotated[Path | None, typer.Option("--out", help="Write the JSON report here.")] = None,
-    limit_samples: Annotated[
-        int | None, typer.Option(min=1, help="Only the first N conversations.")
-    ] = None,
-    data_dir: DataDirOption = None,
-    json_out: JsonOption = None,
-) -> None:
+    out: OutOption = None,
+    limit_samples: LimitSamplesOption = None,
+) -> Output:
     """Retrieval benchmark on LoCoMo: recall@k, hit@10, MRR and latency per variant."""
-    run = _Run(ctx, data_dir, json_out)
     from tribal_memory.bench.locomo import run_locomo_bench
 
     report = run_locomo_bench(path, out, limit_samples=limit_samples, progress=not run.json)
-    if run.json:
-        run.emit(report)
-        return
     table = Table(
         "variant", *_BENCH_COLUMNS, title=f"{path.name}: {report.get('n_questions')} questions"
     )
     for name, metrics in report.get("variants", {}).items():
         table.add_row(name, *(_metric(metrics.get(column), column) for column in _BENCH_COLUMNS))
-    run.out.print(table)
-    run.out.print(f"ingest: {report.get('ingest_per_s')} memories/s")
-    if out is not None:
-        run.out.print(f"report written to {out}")
+    text: list[RenderableType] = [table, f"ingest: {report.get('ingest_per_s')} memories/s"]
+    return Output([report], [*text, *_written(out)])
+
+
+def _written(out: Path | None) -> list[str]:
+    return [] if out is None else [f"report written to {out}"]
 
 
 def _metric(value: object, column: str) -> str:
@@ -66,8 +71,9 @@ _LEARN_COLUMNS = (
 
 
 @bench_app.command("learn")
+@with_run
 def bench_learn(
-    ctx: typer.Context,
+    run: Run,
     path: Annotated[
         Path | None, typer.Argument(help="A LoCoMo-format JSON file (omit with --suite).")
     ] = None,
@@ -75,7 +81,7 @@ def bench_learn(
         str | None,
         typer.Option("--suite", help="A suite shipped with the project, e.g. team-facts."),
     ] = None,
-    out: Annotated[Path | None, typer.Option("--out", help="Write the JSON report here.")] = None,
+    out: OutOption = None,
     seed: Annotated[int, typer.Option(help="Seed of the question split.")] = 0,
     rounds: Annotated[int, typer.Option(min=1, help="Times each fed question is replayed.")] = 3,
     feedback_k: Annotated[
@@ -94,9 +100,7 @@ def bench_learn(
             "again (question + answer) in the same session and report what that found.",
         ),
     ] = "shown",
-    limit_samples: Annotated[
-        int | None, typer.Option(min=1, help="Only the first N conversations.")
-    ] = None,
+    limit_samples: LimitSamplesOption = None,
     agents: Annotated[
         int,
         typer.Option(
@@ -106,25 +110,16 @@ def bench_learn(
             "asks the new questions too (team learning, other_agent in the report).",
         ),
     ] = 1,
-    data_dir: DataDirOption = None,
-    json_out: JsonOption = None,
-) -> None:
+) -> Output:
     """Learning benchmark: feed back half the questions, measure new, repeated, reworded."""
-    run = _Run(ctx, data_dir, json_out)
-    from tribal_memory.base.errors import InvalidInput
     from tribal_memory.bench.learn import run_learn_bench
-    from tribal_memory.bench.learn_data import locomo_stores, suite_stores
+    from tribal_memory.bench.learn_data import learn_stores
 
     if (path is None) == (suite is None):
         raise InvalidInput("give either a LoCoMo-format PATH or --suite NAME")
     if feedback not in ("shown", "session"):
         raise InvalidInput(f"--feedback must be shown or session, not {feedback!r}")
-    if suite is not None:
-        stores, dataset, protocol = suite_stores(suite, seed), suite, "feedback-phrasing"
-    else:
-        assert path is not None
-        stores = locomo_stores(path, seed, limit_samples)
-        dataset, protocol = str(path), "feedback-half"
+    stores, dataset, protocol = learn_stores(path, suite, seed, limit_samples)
     report = run_learn_bench(
         stores,
         dataset=dataset,
@@ -137,50 +132,56 @@ def bench_learn(
         agents=agents,
         log=None if run.json else run.out.print,
     )
-    if run.json:
-        run.emit(report)
-        return
+    if run.json:  # the tables read fields the report may lack: built for a terminal only
+        return Output([report])
+    return Output([report], [*_learn_tables(report, agents), *_learn_lines(report), *_written(out)])
+
+
+def _learn_row(metrics: dict[str, Any]) -> list[str]:
+    return [_metric(metrics.get(c), c) if c != "n" else str(metrics["n"]) for c in _LEARN_COLUMNS]
+
+
+def _learn_tables(report: dict[str, Any], agents: int) -> list[Table]:
+    """One table per question set; with two agents, also the other agent's."""
+    tables = []
     for set_name in ("new", "new_fed", "new_unfed", "repeat", "reword"):
         table = Table("variant", *_LEARN_COLUMNS, "cache hits", "false hits", title=set_name)
         for name, sets in report["variants"].items():
             metrics = sets[set_name]
             table.add_row(
                 name,
-                *(
-                    _metric(metrics.get(c), c) if c != "n" else str(metrics["n"])
-                    for c in _LEARN_COLUMNS
-                ),
+                *_learn_row(metrics),
                 f"{metrics['cache_hit_rate']:.3f}",
                 f"{metrics['false_hit_rate']:.3f}",
             )
-        run.out.print(table)
+        tables.append(table)
     if agents == 2:
         table = Table("variant", *_LEARN_COLUMNS, title="other agent (gave no feedback)")
         for name, sets in report["variants"].items():
             for set_name in ("new", "new_fed", "new_unfed"):
-                metrics = sets["other_agent"][set_name]
-                table.add_row(
-                    f"{name} {set_name}",
-                    *(
-                        _metric(metrics.get(c), c) if c != "n" else str(metrics["n"])
-                        for c in _LEARN_COLUMNS
-                    ),
-                )
-        run.out.print(table)
-    run.out.print(
-        f"feedback: {report['feedback']} (top {report['feedback_k']} shown); coverage "
-        f"{report['feedback_coverage']:.3f} of fed gold evidence"
-    )
+                table.add_row(f"{name} {set_name}", *_learn_row(sets["other_agent"][set_name]))
+        tables.append(table)
+    return tables
+
+
+def _learn_lines(report: dict[str, Any]) -> list[str]:
+    """Feedback coverage, latency after feedback and the targets."""
     after = report["after_feedback"]
-    run.out.print(
+    return [
+        f"feedback: {report['feedback']} (top {report['feedback_k']} shown); coverage "
+        f"{report['feedback_coverage']:.3f} of fed gold evidence",
         f"after feedback: plain search p50 {after['search_p50_ms']} ms, "
-        f"learned search p50 {after['learned_p50_ms']} ms"
-    )
-    for target in report["targets"]:
-        mark = "met" if target["met"] else "NOT met"
-        run.out.print(f"{mark:8s} {target['name']}: {target['value']} (target {target['target']})")
-    if out is not None:
-        run.out.print(f"report written to {out}")
+        f"learned search p50 {after['learned_p50_ms']} ms",
+        *_target_lines(report),
+    ]
+
+
+def _target_lines(report: dict[str, Any]) -> list[str]:
+    return [
+        f"{'met' if target['met'] else 'NOT met':8s} {target['name']}: {target['value']} "
+        f"(target {target['target']})"
+        for target in report["targets"]
+    ]
 
 
 _PERF_COLUMNS = (
@@ -200,8 +201,6 @@ _PERF_COLUMNS = (
 
 
 def _sizes(text: str) -> list[int]:
-    from tribal_memory.base.errors import InvalidInput
-
     try:
         sizes = [int(part) for part in text.split(",") if part.strip()]
     except ValueError as exc:
@@ -214,7 +213,7 @@ def _sizes(text: str) -> list[int]:
 @bench_app.command("perf")
 def bench_perf(
     ctx: typer.Context,
-    out: Annotated[Path | None, typer.Option("--out", help="Write the JSON report here.")] = None,
+    out: OutOption = None,
     sizes: Annotated[
         str, typer.Option("--sizes", help="Comma-separated store sizes (memories).")
     ] = "10000",
@@ -262,8 +261,9 @@ def bench_perf(
     json_out: JsonOption = None,
 ) -> None:
     """Speed and memory of a real server process: search, cache hit, capture, RSS, load."""
-    run = _Run(ctx, None, json_out)
     from tribal_memory.bench.perf import run_perf_bench
+
+    run = Run(ctx, None, json_out)
 
     report = run_perf_bench(
         _sizes(sizes),
@@ -280,35 +280,34 @@ def bench_perf(
         command=" ".join(["tribal-memory", *sys.argv[1:]]),
         log=None if run.json else run.err.print,
     )
-    if run.json:
-        run.emit(report)
-        return
+    # The text reads fields the report may lack: built for a terminal only.
+    run.show(Output([report], [] if run.json else [*_perf_text(report), *_written(out)]))
+
+
+def _perf_text(report: dict[str, Any]) -> list[RenderableType]:
+    """The machine, a table of figures per size, ratios, the concurrent run and targets."""
     machine = report["machine"]
-    run.out.print(
+    text: list[RenderableType] = [
         f"{machine['cpu']}, {machine['cores']} cores, {machine['ram_gib']} GiB; "
         f"load average at start {machine['load_avg_1_5_15_at_start']}"
-    )
+    ]
     table = Table("memories", *(label for _, label in _PERF_COLUMNS), title="bench perf")
     for size, figures in report["sizes"].items():
         table.add_row(size, *(_perf_value(figures.get(c)) for c, _ in _PERF_COLUMNS))
-    run.out.print(table)
+    text.append(table)
     for size, figures in report["sizes"].items():
-        run.out.print(
+        text.append(
             f"@{size}: search p50 is {figures['search_vs_baseline_p50']:.2f}x the plain "
             f"baseline's (numpy cosine + rank-bm25); capture is "
             f"{figures['capture_vs_embed']:.2f}x raw embedding"
         )
     concurrent = report.get("concurrent")
     if concurrent:
-        run.out.print(
+        text.append(
             f"{concurrent['clients']} clients: {concurrent['rps']} requests/s, "
             f"p99 {concurrent['p99_ms']} ms, {concurrent['errors']} errors"
         )
-    for target in report["targets"]:
-        mark = "met" if target["met"] else "NOT met"
-        run.out.print(f"{mark:8s} {target['name']}: {target['value']} (target {target['target']})")
-    if out is not None:
-        run.out.print(f"report written to {out}")
+    return [*text, *_target_lines(report)]
 
 
 def _perf_value(value: object) -> str:

@@ -16,21 +16,22 @@ import dataclasses
 import time
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
+from rich.table import Table
 
-from tribal_memory.base.models import MemoryInput
-from tribal_memory.documents.parsing import iter_paths
-from tribal_memory.documents.sync import DocumentFile, FileOutcome, document_files, ingest_file
-from tribal_memory.interfaces.cli.output import _document_line, _one_line, _progress
-from tribal_memory.interfaces.cli.root import DataDirOption, JsonOption, _Run, app
-
-if TYPE_CHECKING:
-    from tribal_memory.service.memory_service import MemoryService
-
-INGEST_BATCH = 64
-"""Memories per ``capture_batch`` call while ingesting LoCoMo (capped by ``max_batch_size``)."""
+from tribal_memory.base.models import DocumentInfo, DocumentResult
+from tribal_memory.documents.ingest import (
+    IngestCounts,
+    IngestPlan,
+    default_root,
+    plan_ingest,
+)
+from tribal_memory.documents.sync import FileOutcome
+from tribal_memory.interfaces.cli.output import Output, one_line
+from tribal_memory.interfaces.cli.root import app
+from tribal_memory.interfaces.cli.run import Run, with_run
 
 
 class Format(StrEnum):
@@ -41,26 +42,28 @@ class Format(StrEnum):
     locomo = "locomo"
 
 
-@dataclasses.dataclass
-class _Tally:
-    """Counts over one ``ingest`` run."""
+class _Reporter:
+    """Counts each file's outcome and prints it: a JSON line, or a line for a change."""
 
-    created: int = 0
-    updated: int = 0
-    unchanged: int = 0
-    deleted: int = 0
-    failed: int = 0
-    chunks_added: int = 0
-    chunks_removed: int = 0
+    def __init__(self, run: Run) -> None:
+        self.run = run
+        self.counts = IngestCounts()
 
-    def add(self, outcome: FileOutcome) -> None:
-        if outcome.result is None:
-            self.failed += 1
-            return
+    def __call__(self, outcome: FileOutcome) -> None:
+        self.counts.add(outcome)
+        if outcome.error is not None:
+            typer.echo(f"error: {one_line(outcome.error)}", err=True)
         result = outcome.result
-        setattr(self, result.status, getattr(self, result.status) + 1)
-        self.chunks_added += result.added
-        self.chunks_removed += result.removed
+        text = [_document_line(result)] if result and result.status != "unchanged" else []
+        self.run.show(Output([_outcome_dict(outcome)], text, soft_wrap=True))
+
+
+def _document_line(result: DocumentResult) -> str:
+    """``created docs/a.md (alice): 4 chunks, 4 added, 0 removed``."""
+    return (
+        f"{result.status} {result.path} ({result.owner}): {result.chunks} chunks, "
+        f"{result.added} added, {result.removed} removed"
+    )
 
 
 def _outcome_dict(outcome: FileOutcome) -> dict[str, Any]:
@@ -75,29 +78,10 @@ def _outcome_dict(outcome: FileOutcome) -> dict[str, Any]:
     }
 
 
-class _Reporter:
-    """Prints each file's outcome: a JSON line, or a line on a terminal (changes only)."""
-
-    def __init__(self, run: _Run, *, unchanged: bool) -> None:
-        self.run = run
-        self.unchanged = unchanged
-        self.tally = _Tally()
-
-    def __call__(self, outcome: FileOutcome) -> None:
-        self.tally.add(outcome)
-        if outcome.error is not None:
-            typer.echo(f"error: {_one_line(outcome.error)}", err=True)
-        if self.run.json:
-            self.run.emit(_outcome_dict(outcome))
-        elif outcome.result is not None and (
-            self.unchanged or outcome.result.status != "unchanged"
-        ):
-            self.run.out.print(_document_line(outcome.result), soft_wrap=True)
-
-
 @app.command()
+@with_run
 def ingest(
-    ctx: typer.Context,
+    run: Run,
     paths: Annotated[list[Path], typer.Argument(help="Files or directories (recursive).")],
     owner: Annotated[
         str | None,
@@ -131,99 +115,43 @@ def ingest(
         float | None,
         typer.Option(min=0.0, help="With --watch: stop after this many seconds."),
     ] = None,
-    data_dir: DataDirOption = None,
-    json_out: JsonOption = None,
 ) -> None:
     """Ingest documents (skipping unchanged ones) or LoCoMo conversations.
 
     Prints one JSON line per file and a summary line (or, on a terminal, the
     changed files and a summary). Exit status 1 when a file failed.
     """
-    run = _Run(ctx, data_dir, json_out)
     if watch:
         _watch(run, paths, owner=owner, root=root, fmt=format, max_seconds=max_seconds)
         return
     if max_seconds is not None:
         raise typer.BadParameter("only with --watch", param_hint="--max-seconds")
     started = time.perf_counter()
-    conversations, rest = _split_locomo(paths, format)
-    documents: list[DocumentFile] = []
-    skipped: list[Path] = []
-    if format == Format.locomo:
-        skipped = rest
-    else:
-        for path in rest:
-            base = root or (path if path.is_dir() else Path.cwd())
-            found, other = document_files([path], owner=owner, root=base)
-            documents += found
-            skipped += other
-    turns = _load_locomo(conversations)
-    reporter = _Reporter(run, unchanged=False)
-    with run.service() as service:
-        with _progress(run, "ingesting", len(documents)) as advance:
-            for document in documents:
-                reporter(ingest_file(service, document))
-                advance(1)
-        turn_counts = _capture_turns(run, service, turns)
-        if reporter.tally.chunks_added or reporter.tally.chunks_removed:
-            service.optimize()  # fold the new rows into the full-text index
-    tally = reporter.tally
-    summary = {
-        "files": len(documents) + len(conversations),
-        "skipped": len(skipped),
-        **{name: value for name, value in dataclasses.asdict(tally).items() if name != "deleted"},
-        "turns": len(turns),
-        "turns_created": turn_counts["created"],
-        "seconds": round(time.perf_counter() - started, 3),
-    }
-    if run.json:
-        run.emit(summary)
-    else:
-        run.out.print(_summary_line(summary), soft_wrap=True)
-    if tally.failed:
+    plan = plan_ingest(paths, owner=owner, root=root, fmt=format.value)
+    reporter = _Reporter(run)
+    service = run.service()
+    with run.progress("ingesting", len(plan.documents)) as advance:
+        service.ingest_files(plan.documents, report=reporter, advance=advance)
+    with run.progress("capturing turns", len(plan.turns)) as advance:
+        turns_created = service.capture_all(plan.turns, advance=advance)
+    summary = _summary(plan, reporter.counts, turns_created, time.perf_counter() - started)
+    run.show(Output([summary], [_summary_line(summary)], soft_wrap=True))
+    if reporter.counts.failed:
         raise typer.Exit(1)
 
 
-def _split_locomo(paths: list[Path], fmt: Format) -> tuple[list[Path], list[Path]]:
-    """LoCoMo files (``--format locomo``: every .json found; auto: .json files named) and the rest.
-
-    Raises:
-        InvalidInput: a path does not exist.
-    """
-    if fmt == Format.text:
-        return [], list(paths)
-    if fmt == Format.locomo:
-        found = list(iter_paths(paths))
-        return [p for p in found if p.suffix.lower() == ".json"], [
-            p for p in found if p.suffix.lower() != ".json"
-        ]
-    named = [p for p in paths if p.is_file() and p.suffix.lower() == ".json"]
-    return named, [p for p in paths if p not in named]
-
-
-def _load_locomo(paths: list[Path]) -> list[MemoryInput]:
-    """Every dialog turn of the LoCoMo files (read before the store is opened).
-
-    Raises:
-        InvalidInput: a file that is not LoCoMo JSON.
-    """
-    from tribal_memory.documents import iter_memories, load_locomo
-
-    return [memory for path in paths for memory in iter_memories(load_locomo(path))]
-
-
-def _capture_turns(run: _Run, service: MemoryService, items: list[MemoryInput]) -> dict[str, int]:
-    """Capture in batches with a progress bar; counts of created and existing memories."""
-    counts = {"created": 0, "exists": 0}
-    batch = min(INGEST_BATCH, service.settings.max_batch_size)
-    with _progress(run, "capturing turns", len(items)) as advance:
-        for offset in range(0, len(items), batch):
-            for result in service.capture_batch(items[offset : offset + batch]):
-                counts[result.status] += 1
-            advance(min(batch, len(items) - offset))
-    if counts["created"]:
-        service.optimize()
-    return counts
+def _summary(
+    plan: IngestPlan, counts: IngestCounts, turns_created: int, seconds: float
+) -> dict[str, Any]:
+    """The summary line: files, skipped, counts per outcome, chunks, turns, seconds."""
+    return {
+        "files": len(plan.documents) + len(plan.conversations),
+        "skipped": len(plan.skipped),
+        **{name: value for name, value in dataclasses.asdict(counts).items() if name != "deleted"},
+        "turns": len(plan.turns),
+        "turns_created": turns_created,
+        "seconds": round(seconds, 3),
+    }
 
 
 def _summary_line(summary: dict[str, Any]) -> str:
@@ -240,7 +168,7 @@ def _summary_line(summary: dict[str, Any]) -> str:
 
 
 def _watch(
-    run: _Run,
+    run: Run,
     paths: list[Path],
     *,
     owner: str | None,
@@ -252,61 +180,51 @@ def _watch(
 
     Paths are relative to ``root`` (default DIR).
     """
-    from tribal_memory.documents.sync import watch_directory
-
     if len(paths) != 1 or not paths[0].is_dir():
         raise typer.BadParameter("--watch takes exactly one directory", param_hint="PATHS")
     if fmt == Format.locomo:
         raise typer.BadParameter("--watch reads documents, not LoCoMo", param_hint="--format")
     directory = paths[0]
-    root = root or directory
-    reporter = _Reporter(run, unchanged=False)
+    reporter = _Reporter(run)
 
     def ready() -> None:
         typer.echo(f"watching {directory} (Ctrl-C to stop)", err=True)
 
-    # Ctrl-C ends watching (the service is closed first); whatever it interrupted is
-    # repaired by the next ingest of that file.
-    with contextlib.suppress(KeyboardInterrupt), run.service() as service:
-        watch_directory(
-            service,
+    # Ctrl-C ends watching; whatever it interrupted is repaired by the next ingest
+    # of that file.
+    with contextlib.suppress(KeyboardInterrupt):
+        run.service().watch_directory(
             directory,
             owner=owner,
-            root=root,
+            root=root or default_root(directory),
             report=reporter,
             max_seconds=max_seconds,
             ready=ready,
         )
-    tally = reporter.tally
+    counts = reporter.counts
     typer.echo(
-        f"stopped watching {directory}: {tally.created} created, {tally.updated} updated, "
-        f"{tally.deleted} deleted, {tally.failed} failed",
+        f"stopped watching {directory}: {counts.created} created, {counts.updated} updated, "
+        f"{counts.deleted} deleted, {counts.failed} failed",
         err=True,
     )
 
 
 @app.command()
+@with_run
 def documents(
-    ctx: typer.Context,
+    run: Run,
     owner: Annotated[
         str | None, typer.Option("--owner", "-o", help="Only this owner's and shared documents.")
     ] = None,
-    data_dir: DataDirOption = None,
-    json_out: JsonOption = None,
-) -> None:
+) -> Output:
     """List ingested documents: path, owner, format, chunks, size, content hash."""
-    from rich.table import Table
+    return _documents_output(run.service().documents(owner=owner))
 
-    run = _Run(ctx, data_dir, json_out)
-    with run.service() as service:
-        found = service.documents(owner=owner)
-    if run.json:
-        for info in found:
-            run.emit(dataclasses.asdict(info))
-        return
+
+def _documents_output(found: list[DocumentInfo]) -> Output:
+    lines = [dataclasses.asdict(info) for info in found]
     if not found:
-        run.out.print("no documents")
-        return
+        return Output(lines, ["no documents"])
     table = Table("path", "owner", "format", "chunks", "bytes", "ingested")
     for info in found:
         table.add_row(
@@ -317,4 +235,4 @@ def documents(
             str(info.byte_size),
             info.ingested_at.strftime("%Y-%m-%d %H:%M"),
         )
-    run.out.print(table)
+    return Output(lines, [table])

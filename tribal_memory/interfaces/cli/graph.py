@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -14,27 +15,29 @@ from typing import Annotated, Any
 import typer
 
 from tribal_memory.base.errors import InvalidInput
-from tribal_memory.base.models import RelationInput, SearchFilters
-from tribal_memory.interfaces.cli.commands import (
+from tribal_memory.base.models import CommonNeighbor, Memory, RelationInput, SearchFilters
+from tribal_memory.interfaces.cli.options import (
     BlockOption,
-    Kind,
+    KindsOption,
     KOption,
     MinScoreOption,
     NearOption,
     OwnerOption,
+    SourcesOption,
     StepsOption,
     TypeOption,
-    _near,
-    _parse_time,
+    filters,
+    near,
 )
 from tribal_memory.interfaces.cli.output import (
-    _memory_dict,
-    _print_hits,
-    _relation_dict,
-    _snippet,
-    _table,
+    Output,
+    hits_output,
+    memories_table,
+    memory_dict,
+    snippet,
 )
-from tribal_memory.interfaces.cli.root import DataDirOption, JsonOption, _Run, app
+from tribal_memory.interfaces.cli.root import app
+from tribal_memory.interfaces.cli.run import Run, with_run
 
 
 def _read(source: str) -> str:
@@ -52,8 +55,9 @@ def _read(source: str) -> str:
 
 
 @app.command()
+@with_run
 def intersection(
-    ctx: typer.Context,
+    run: Run,
     memory_ids: Annotated[
         list[str], typer.Argument(metavar="ID...", help="2 to 16 memory ids.", show_default=False)
     ],
@@ -62,36 +66,27 @@ def intersection(
     block: BlockOption = None,
     limit: Annotated[int | None, typer.Option(min=1, help="Most memories (default 100).")] = None,
     owner: OwnerOption = None,
-    data_dir: DataDirOption = None,
-    json_out: JsonOption = None,
-) -> None:
+) -> Output:
     """Memories within --steps hops of every one of the IDs (closest first; not the IDs)."""
-    run = _Run(ctx, data_dir, json_out)
-    with run.service() as service:
-        found = service.intersection(
-            memory_ids,
-            steps=steps,
-            owner=owner,
-            types=type or (),
-            block=block or (),
-            limit=limit,
-        )
-    if run.json:
-        for common in found:
-            run.emit({"steps": list(common.steps), **_memory_dict(common.memory)})
-        return
+    found = run.service().intersection(
+        memory_ids, steps=steps, owner=owner, types=type or (), block=block or (), limit=limit
+    )
+    return _intersection_output(found)
+
+
+def _intersection_output(found: list[CommonNeighbor]) -> Output:
+    lines = [{"steps": list(common.steps), **memory_dict(common.memory)} for common in found]
     if not found:
-        run.out.print("nothing within reach of all of them")
-        return
-    table = _table("steps", "owner")
+        return Output(lines, ["nothing within reach of all of them"])
+    table = memories_table("steps", "owner")
     for common in found:
         table.add_row(
             ",".join(str(s) for s in common.steps),
             common.memory.owner,
-            _snippet(common.memory.content),
+            snippet(common.memory.content),
             common.memory.memory_id,
         )
-    run.out.print(table)
+    return Output(lines, [table])
 
 
 def _edges(text: str) -> list[RelationInput]:
@@ -125,41 +120,35 @@ def _edges(text: str) -> list[RelationInput]:
 
 
 @app.command("relate-batch")
+@with_run
 def relate_batch(
-    ctx: typer.Context,
+    run: Run,
     source: Annotated[
         str,
         typer.Argument(metavar="FILE", help="JSON lines or a JSON array of edges; - for stdin."),
     ],
     owner: OwnerOption = None,
-    data_dir: DataDirOption = None,
-    json_out: JsonOption = None,
-) -> None:
+) -> Output:
     """Add or re-weight many edges in one write; one bad edge rejects them all.
 
     Each edge is {"source_id", "target_id", "type", "weight"?}.
     """
-    run = _Run(ctx, data_dir, json_out)
     edges = _edges(_read(source))
-    with run.service() as service:
-        stored = service.relate_batch(edges, owner=owner)
-    if run.json:
-        for relation in stored:
-            run.emit(_relation_dict(relation))
-    else:
-        run.out.print(f"stored {len(stored)} relations")
+    stored = run.service().relate_batch(edges, owner=owner)
+    return Output([dataclasses.asdict(r) for r in stored], [f"stored {len(stored)} relations"])
 
 
 @app.command()
+@with_run
 def memories(
-    ctx: typer.Context,
+    run: Run,
     owner: OwnerOption = None,
     include_shared: Annotated[
         bool, typer.Option("--shared/--no-shared", help="With --owner: also shared memories.")
     ] = True,
     tag: Annotated[list[str] | None, typer.Option("--tag", "-t", help="Has this tag.")] = None,
-    kind: Annotated[list[Kind] | None, typer.Option(help="Of this kind (any of).")] = None,
-    source: Annotated[list[str] | None, typer.Option(help="From this source (any of).")] = None,
+    kind: KindsOption = None,
+    source: SourcesOption = None,
     since: Annotated[str | None, typer.Option(help="Not before this ISO 8601 time.")] = None,
     until: Annotated[str | None, typer.Option(help="Not after this ISO 8601 time.")] = None,
     limit: Annotated[int | None, typer.Option(min=1, help="Page size (default 100).")] = None,
@@ -167,73 +156,62 @@ def memories(
         str | None, typer.Option(metavar="ID", help="Start after this id (a page's next).")
     ] = None,
     every: Annotated[bool, typer.Option("--all", help="Read every page, not one.")] = False,
-    data_dir: DataDirOption = None,
-    json_out: JsonOption = None,
-) -> None:
+) -> Output:
     """List memories passing the filters by id, a page at a time (--all: every page).
 
     JSON: one line per memory, then {"next_after": ID or null}.
     """
-    run = _Run(ctx, data_dir, json_out)
-    filters = SearchFilters(
-        owner=owner,
+    wanted = filters(
+        owner,
         include_shared=include_shared,
-        tags=tuple(tag or ()),
-        kinds=tuple(choice.value for choice in kind or ()),
-        sources=tuple(source or ()),
-        since=_parse_time(since, "--since"),
-        until=_parse_time(until, "--until"),
+        tags=tag,
+        kinds=kind,
+        sources=source,
+        since=since,
+        until=until,
     )
-    table = _table("owner", "kind")
-    with run.service() as service:
-        while True:
-            page = service.list_page(filters, limit=limit, after=after)
-            for memory in page.memories:
-                if run.json:
-                    run.emit(_memory_dict(memory))
-                else:
-                    table.add_row(
-                        memory.owner, memory.kind, _snippet(memory.content), memory.memory_id
-                    )
-            after = page.next_after
-            if not every or after is None:
-                break
-    if run.json:
-        run.emit({"next_after": after})
-        return
-    run.out.print(table)
-    if after is not None:
-        run.out.print(f"more: --after {after}")
+    service = run.service()
+    found: list[Memory] = []
+    while True:
+        page = service.list_page(wanted, limit=limit, after=after)
+        found += page.memories
+        after = page.next_after
+        if not every or after is None:
+            break
+    return _memories_output(found, after)
+
+
+def _memories_output(found: list[Memory], next_after: str | None) -> Output:
+    table = memories_table("owner", "kind")
+    for memory in found:
+        table.add_row(memory.owner, memory.kind, snippet(memory.content), memory.memory_id)
+    more = [] if next_after is None else [f"more: --after {next_after}"]
+    lines = [memory_dict(memory) for memory in found]
+    return Output([*lines, {"next_after": next_after}], [table, *more])
 
 
 @app.command("clear-owner")
+@with_run
 def clear_owner(
-    ctx: typer.Context,
+    run: Run,
     owner: Annotated[str, typer.Argument(metavar="OWNER", help="The owner to clear.")],
     confirm: Annotated[
         str | None,
         typer.Option(metavar="OWNER", help="Required: the owner's name again, to confirm."),
     ] = None,
-    data_dir: DataDirOption = None,
-    json_out: JsonOption = None,
-) -> None:
+) -> Output:
     """Delete every memory of OWNER with all that points at them, and its document records."""
-    run = _Run(ctx, data_dir, json_out)
-    with run.service() as service:
-        cleared = service.clear_owner(owner, confirm=confirm)
-    if run.json:
-        run.emit(
-            {"owner": cleared.owner, "memories": cleared.memories, "documents": cleared.documents}
-        )
-    else:
-        run.out.print(
-            f"cleared {cleared.owner}: {cleared.memories} memories, {cleared.documents} documents"
-        )
+    cleared = run.service().clear_owner(owner, confirm=confirm)
+    return Output(
+        [{"owner": cleared.owner, "memories": cleared.memories, "documents": cleared.documents}],
+        [f"cleared {cleared.owner}: {cleared.memories} memories, {cleared.documents} documents"],
+    )
 
 
 @app.command("search-vector")
+@with_run
 def search_vector(
-    ctx: typer.Context,
+    run: Run,
     vector: Annotated[
         str,
         typer.Argument(
@@ -243,16 +221,26 @@ def search_vector(
     k: KOption = 10,
     owner: OwnerOption = None,
     min_score: MinScoreOption = 0.0,
-    near: NearOption = None,
+    near_id: NearOption = None,
     steps: StepsOption = None,
     type: TypeOption = None,
     block: BlockOption = None,
-    data_dir: DataDirOption = None,
-    json_out: JsonOption = None,
-) -> None:
+) -> Output:
     """Memories nearest to a raw embedding vector (cosine in [0, 1]); no text is embedded."""
-    run = _Run(ctx, data_dir, json_out)
-    text = sys.stdin.read() if vector == "-" else vector
+    values = _vector(sys.stdin.read() if vector == "-" else vector)
+    where = near(near_id, steps, type, block)
+    result = run.service().search_vector(
+        values, k=k, filters=SearchFilters(owner=owner), min_score=min_score, near=where
+    )
+    return hits_output(result)
+
+
+def _vector(text: str) -> list[float]:
+    """VECTOR: a JSON array of numbers.
+
+    Raises:
+        InvalidInput: anything else.
+    """
     try:
         values = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -261,9 +249,4 @@ def search_vector(
         isinstance(v, int | float) and not isinstance(v, bool) for v in values
     ):
         raise InvalidInput("VECTOR must be a JSON array of numbers")
-    where = _near(near, steps, type, block)
-    with run.service() as service:
-        result = service.search_vector(
-            values, k=k, filters=SearchFilters(owner=owner), min_score=min_score, near=where
-        )
-    _print_hits(run, result)
+    return values

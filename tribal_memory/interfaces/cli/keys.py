@@ -7,18 +7,17 @@ servers are running on the same database.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Annotated
 
 import typer
 from rich.table import Table
 
-from tribal_memory.auth.keys import ApiKey, ApiKeys
-from tribal_memory.base.db import Database, engine_for, migrate
-from tribal_memory.base.errors import NotFound, StoreUnavailable
-from tribal_memory.interfaces.cli.root import DataDirOption, JsonOption, _Run
+from tribal_memory.auth.keys import ApiKey, open_api_keys
+from tribal_memory.base.errors import NotFound
+from tribal_memory.interfaces.cli.options import DataDirOption
+from tribal_memory.interfaces.cli.output import Output
 from tribal_memory.interfaces.cli.root import app as root_app
+from tribal_memory.interfaces.cli.run import Run, with_run
 
 app = typer.Typer(
     name="keys",
@@ -26,22 +25,6 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 root_app.add_typer(app)
-
-
-@contextmanager
-def _keys(run: _Run) -> Iterator[ApiKeys]:
-    settings = run.settings()
-    if settings.database_url is None:
-        try:
-            settings.data_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise StoreUnavailable(f"cannot create data dir {settings.data_dir}: {exc}") from exc
-    db = Database(engine_for(settings))
-    try:
-        migrate(db.engine)
-        yield ApiKeys(db)
-    finally:
-        db.close()
 
 
 def _key_dict(key: ApiKey) -> dict[str, object]:
@@ -72,8 +55,8 @@ def create(
     Only a hash is stored; a lost key cannot be shown again (revoke it and
     create another). Requests send it as ``Authorization: Bearer <key>``.
     """
-    run = _Run(ctx, data_dir, json_out)
-    with _keys(run) as keys:
+    run = Run(ctx, data_dir, json_out)
+    with open_api_keys(run.settings()) as keys:
         key, token = keys.create(owner, admin=admin, label=label)
     if json_out:
         run.emit({**_key_dict(key), "key": token})
@@ -84,23 +67,17 @@ def create(
 
 
 @app.command("list")
+@with_run
 def list_keys(
-    ctx: typer.Context,
+    run: Run,
     owner: Annotated[
         str | None, typer.Option("--owner", "-o", help="Only this owner's keys.")
     ] = None,
-    data_dir: DataDirOption = None,
-    json_out: JsonOption = None,
 ) -> None:
     """List keys (ids, owners, roles; never the keys themselves)."""
-    run = _Run(ctx, data_dir, json_out)
-    with _keys(run) as keys:
+    with open_api_keys(run.settings()) as keys:
         found = keys.list(owner)
-    if run.json:
-        for key in found:
-            run.emit(_key_dict(key))
-        return
-    if not found:
+    if not found and not run.json:
         run.err.print("no keys")
         return
     table = Table("key id", "owner", "admin", "label", "created")
@@ -112,22 +89,17 @@ def list_keys(
             key.label,
             key.created_at.strftime("%Y-%m-%d %H:%M"),
         )
-    run.out.print(table)
+    run.show(Output([_key_dict(key) for key in found], [table]))
 
 
 @app.command()
+@with_run
 def revoke(
-    ctx: typer.Context,
+    run: Run,
     key_id: Annotated[str, typer.Argument(metavar="KEY_ID", help="From 'keys list'.")],
-    data_dir: DataDirOption = None,
-    json_out: JsonOption = None,
-) -> None:
+) -> Output:
     """Revoke a key: requests with it get 401 from now on."""
-    run = _Run(ctx, data_dir, json_out)
-    with _keys(run) as keys:
+    with open_api_keys(run.settings()) as keys:
         if not keys.revoke(key_id):
             raise NotFound(f"no key with id {key_id}")
-    if run.json:
-        run.emit({"key_id": key_id, "revoked": True})
-    else:
-        typer.echo(f"revoked {key_id}")
+    return Output([{"key_id": key_id, "revoked": True}], [f"revoked {key_id}"])

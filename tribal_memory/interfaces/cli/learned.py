@@ -6,20 +6,19 @@ commands in :mod:`.commands`.
 
 from __future__ import annotations
 
+import dataclasses
 from enum import StrEnum
 from typing import Annotated
 
 import typer
+from rich.console import RenderableType
+from rich.table import Table
 
-from tribal_memory.base.models import Variant
-from tribal_memory.interfaces.cli.commands import IdArgument, OwnerOption
-from tribal_memory.interfaces.cli.output import (
-    _anchor_dict,
-    _anchors_table,
-    _feedback_dict,
-    _feedback_line,
-)
-from tribal_memory.interfaces.cli.root import DataDirOption, JsonOption, _Run, app
+from tribal_memory.base.models import Anchor, FeedbackResult, Variant
+from tribal_memory.interfaces.cli.options import IdArgument, OwnerOption
+from tribal_memory.interfaces.cli.output import Output
+from tribal_memory.interfaces.cli.root import app
+from tribal_memory.interfaces.cli.run import Run, with_run
 
 
 class VariantChoice(StrEnum):
@@ -38,8 +37,9 @@ _PINS: dict[VariantChoice, Variant | None] = {
 
 
 @app.command()
+@with_run
 def feedback(
-    ctx: typer.Context,
+    run: Run,
     retrieval_id: Annotated[
         str, typer.Argument(metavar="RETRIEVAL_ID", help="From recall/search --feedback.")
     ],
@@ -50,17 +50,22 @@ def feedback(
     owner: Annotated[
         str | None, typer.Option("--owner", "-o", help="Only this owner's retrievals.")
     ] = None,
-    data_dir: DataDirOption = None,
-    json_out: JsonOption = None,
-) -> None:
+) -> Output:
     """Report which hits of a retrieval were used; the learned layer learns from it."""
-    run = _Run(ctx, data_dir, json_out)
-    with run.service() as service:
-        result = service.record_usage_feedback(retrieval_id, memory_ids or [], owner=owner)
-    if run.json:
-        run.emit(_feedback_dict(result))
-    else:
-        run.out.print(_feedback_line(result))
+    result = run.service().record_usage_feedback(retrieval_id, memory_ids or [], owner=owner)
+    return Output([dataclasses.asdict(result)], [_feedback_line(result)])
+
+
+def _feedback_line(result: FeedbackResult) -> str:
+    """What a feedback call recorded (or that it was a repeat)."""
+    if result.duplicate:
+        return f"feedback on {result.retrieval_id} was already recorded; nothing changed"
+    anchors = result.anchors_created
+    made = f", {anchors} anchor{'' if anchors == 1 else 's'} activated" if anchors else ""
+    return (
+        f"recorded feedback on {result.retrieval_id}: "
+        f"{len(result.used)} used, {len(result.unused)} unused{made}"
+    )
 
 
 anchors_app = typer.Typer(
@@ -74,82 +79,64 @@ AnchorTextArgument = Annotated[
 
 
 @anchors_app.command("list")
-def anchors_list(
-    ctx: typer.Context,
-    memory_id: IdArgument,
-    owner: OwnerOption = None,
-    data_dir: DataDirOption = None,
-    json_out: JsonOption = None,
-) -> None:
+@with_run
+def anchors_list(run: Run, memory_id: IdArgument, owner: OwnerOption = None) -> Output:
     """The memory's anchors, active and pending, most used first."""
-    run = _Run(ctx, data_dir, json_out)
-    with run.service() as service:
-        found = service.anchors(memory_id, owner=owner)
-    if run.json:
-        for anchor in found:
-            run.emit(_anchor_dict(anchor))
-    elif found:
-        run.out.print(_anchors_table(found))
-    else:
-        run.out.print("no anchors")
+    found = run.service().anchors(memory_id, owner=owner)
+    return Output([dataclasses.asdict(a) for a in found], [_anchors_table(found)])
+
+
+def _anchors_table(anchors: list[Anchor]) -> RenderableType:
+    if not anchors:
+        return "no anchors"
+    table = Table("text", "owner", "source", "confidence", "uses", "active")
+    for anchor in anchors:
+        table.add_row(
+            anchor.text,
+            anchor.owner,
+            anchor.source,
+            f"{anchor.confidence:.2f}",
+            str(anchor.uses),
+            "yes" if anchor.active else "no",
+        )
+    return table
 
 
 @anchors_app.command("add")
+@with_run
 def anchors_add(
-    ctx: typer.Context,
-    memory_id: IdArgument,
-    text: AnchorTextArgument,
-    owner: OwnerOption = None,
-    data_dir: DataDirOption = None,
-    json_out: JsonOption = None,
-) -> None:
+    run: Run, memory_id: IdArgument, text: AnchorTextArgument, owner: OwnerOption = None
+) -> Output:
     """Attach a manual anchor to the memory (active at once)."""
-    run = _Run(ctx, data_dir, json_out)
-    with run.service() as service:
-        anchor = service.add_anchor(memory_id, text, owner=owner)
-    if run.json:
-        run.emit(_anchor_dict(anchor))
-    else:
-        run.out.print(f"anchored {anchor.memory_id}: {anchor.text}")
+    anchor = run.service().add_anchor(memory_id, text, owner=owner)
+    return Output([dataclasses.asdict(anchor)], [f"anchored {anchor.memory_id}: {anchor.text}"])
 
 
 @anchors_app.command("remove")
+@with_run
 def anchors_remove(
-    ctx: typer.Context,
-    memory_id: IdArgument,
-    text: AnchorTextArgument,
-    owner: OwnerOption = None,
-    data_dir: DataDirOption = None,
-    json_out: JsonOption = None,
-) -> None:
+    run: Run, memory_id: IdArgument, text: AnchorTextArgument, owner: OwnerOption = None
+) -> Output:
     """Detach an anchor from the memory."""
-    run = _Run(ctx, data_dir, json_out)
-    with run.service() as service:
-        service.remove_anchor(memory_id, text, owner=owner)
-    if run.json:
-        run.emit({"removed": text, "memory_id": memory_id})
-    else:
-        run.out.print(f"removed anchor from {memory_id}: {text}")
+    run.service().remove_anchor(memory_id, text, owner=owner)
+    return Output(
+        [{"removed": text, "memory_id": memory_id}], [f"removed anchor from {memory_id}: {text}"]
+    )
 
 
 @app.command()
+@with_run
 def variant(
-    ctx: typer.Context,
+    run: Run,
     owner: Annotated[str, typer.Argument(metavar="OWNER")],
     choice: Annotated[
         VariantChoice | None,
         typer.Argument(help="Pin to learned or baseline; none unpins. Absent: show."),
     ] = None,
-    data_dir: DataDirOption = None,
-    json_out: JsonOption = None,
-) -> None:
+) -> Output:
     """Show or pin the A/B variant serving OWNER (baseline: plain search)."""
-    run = _Run(ctx, data_dir, json_out)
-    with run.service() as service:
-        if choice is not None:
-            service.pin_variant(owner, _PINS[choice])
-        serving = service.variant_for(owner)
-    if run.json:
-        run.emit({"owner": owner, "variant": serving})
-    else:
-        run.out.print(f"{owner}: {serving}")
+    service = run.service()
+    if choice is not None:
+        service.pin_variant(owner, _PINS[choice])
+    serving = service.variant_for(owner)
+    return Output([{"owner": owner, "variant": serving}], [f"{owner}: {serving}"])

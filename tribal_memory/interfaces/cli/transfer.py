@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import shutil
 import sys
 import tempfile
@@ -14,18 +13,19 @@ from typing import IO, Annotated
 
 import typer
 
-from tribal_memory.base.errors import InvalidInput
-from tribal_memory.interfaces.cli.output import _progress
-from tribal_memory.interfaces.cli.root import DataDirOption, JsonOption, _Run, app
-from tribal_memory.ops.transfer import ImportResult
+from tribal_memory.interfaces.cli.output import Output
+from tribal_memory.interfaces.cli.root import app
+from tribal_memory.interfaces.cli.run import Run, with_run
+from tribal_memory.ops.transfer import ImportResult, write_export, write_export_file
 
 STDIO = "-"
 """The FILE argument meaning stdout (export) or stdin (import)."""
 
 
 @app.command("export")
+@with_run
 def export_(
-    ctx: typer.Context,
+    run: Run,
     file: Annotated[
         str, typer.Argument(metavar="FILE.jsonl", help="Where to write the export; - for stdout.")
     ],
@@ -35,54 +35,28 @@ def export_(
             "--owner", "-o", help="Only this owner's and shared memories and their learned data."
         ),
     ] = None,
-    data_dir: DataDirOption = None,
-    json_out: JsonOption = None,
-) -> None:
+) -> Output | None:
     """Write memories, relations and learned data as JSON lines (read back by import).
 
     A file is written next to FILE and renamed once complete, so FILE is
     never left half written.
     """
-    run = _Run(ctx, data_dir, json_out)
-    with run.service() as service, _progress(run, "exporting", None) as advance:
+    service = run.service()
+    with run.progress("exporting", None) as advance:
         # A bad owner raises here, before a file is opened.
         lines = service.export_jsonl(owner=owner, progress=advance)
-        last = _write(lines, sys.stdout) if file == STDIO else _write_file(lines, Path(file))
-    if file == STDIO:
-        return
-    counts: dict[str, int] = json.loads(last)["counts"]
-    if run.json:
-        run.emit({"file": file, **counts})
-    else:
-        memories = _n(counts["memory"], "memory", "memories")
-        run.out.print(
-            f"exported {memories}, {_n(counts['relation'], 'relation')} and "
-            f"{_n(counts['row'], 'learned row')} to {file}"
-        )
-
-
-def _write(lines: Iterator[str], out: IO[str]) -> str:
-    """Write every line; returns the last (the end record)."""
-    last = ""
-    for last in lines:
-        out.write(last)
-    out.flush()
-    return last
-
-
-def _write_file(lines: Iterator[str], path: Path) -> str:
-    partial = path.with_name(path.name + ".partial")
-    try:
-        with partial.open("w", encoding="utf-8") as out:
-            last = _write(lines, out)
-        partial.replace(path)
-    except OSError as exc:
-        partial.unlink(missing_ok=True)
-        raise InvalidInput(f"cannot write {path}: {exc.strerror or exc}") from exc
-    except BaseException:
-        partial.unlink(missing_ok=True)
-        raise
-    return last
+        if file == STDIO:
+            write_export(lines, sys.stdout)
+            return None
+        counts = write_export_file(lines, Path(file))
+    return Output(
+        [{"file": file, **counts}],
+        [
+            f"exported {plural(counts['memory'], 'memory', 'memories')}, "
+            f"{plural(counts['relation'], 'relation')} and "
+            f"{plural(counts['row'], 'learned row')} to {file}"
+        ],
+    )
 
 
 @contextmanager
@@ -98,40 +72,29 @@ def _source(file: str) -> Iterator[Path | IO[bytes]]:
 
 
 @app.command("import")
+@with_run
 def import_(
-    ctx: typer.Context,
+    run: Run,
     file: Annotated[
         str, typer.Argument(metavar="FILE.jsonl", help="An export to read; - for stdin.")
     ],
-    data_dir: DataDirOption = None,
-    json_out: JsonOption = None,
-) -> None:
+) -> Output:
     """Read an export: keeps ids and times, re-embeds from another model, skips what exists.
 
     The whole file is checked first; a bad line or a truncated file imports nothing.
     """
-    run = _Run(ctx, data_dir, json_out)
     written = 0
-    with (
-        _source(file) as source,
-        run.service() as service,
-        _progress(run, "importing", None) as advance,
-    ):
+    with _source(file) as source:
+        service = run.service()
+        with run.progress("importing", None) as advance:
 
-        def progress(done: int, total: int) -> None:
-            nonlocal written
-            advance(done - written, total)
-            written = done
+            def progress(done: int, total: int) -> None:
+                nonlocal written
+                advance(done - written, total)
+                written = done
 
-        result = service.import_jsonl(source, progress=progress)
-    if run.json:
-        run.emit(dataclasses.asdict(result))
-    else:
-        run.out.print(_import_line(result))
-
-
-def _n(count: int, noun: str, plural: str | None = None) -> str:
-    return f"{count} {noun if count == 1 else plural or noun + 's'}"
+            result = service.import_jsonl(source, progress=progress)
+    return Output([dataclasses.asdict(result)], [_import_line(result)])
 
 
 def _import_line(result: ImportResult) -> str:
@@ -139,11 +102,12 @@ def _import_line(result: ImportResult) -> str:
     for counts in result.rows.values():
         for name in rows:
             rows[name] += getattr(counts, name)
+    memories, relations = result.memories, result.relations
     line = (
-        f"imported {_n(result.memories.created, 'memory', 'memories')} "
-        f"({result.memories.skipped} already here), "
-        f"{_n(result.relations.created, 'relation')} ({result.relations.skipped} already here), "
-        f"{_n(rows['created'], 'learned row')} ({rows['skipped']} already here)"
+        f"imported {plural(memories.created, 'memory', 'memories')} "
+        f"({memories.skipped} already here), "
+        f"{plural(relations.created, 'relation')} ({relations.skipped} already here), "
+        f"{plural(rows['created'], 'learned row')} ({rows['skipped']} already here)"
     )
     orphaned = result.relations.orphaned + rows["orphaned"]
     if orphaned:
@@ -151,3 +115,8 @@ def _import_line(result: ImportResult) -> str:
     if result.reembedded:
         line += f"; {result.reembedded} re-embedded (the file's model: {result.embedding_model})"
     return line
+
+
+def plural(count: int, noun: str, nouns: str | None = None) -> str:
+    """``1 memory``, ``2 memories`` (``nouns`` default: ``noun`` + s)."""
+    return f"{count} {noun if count == 1 else nouns or noun + 's'}"

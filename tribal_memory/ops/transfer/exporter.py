@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import json
+from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
 
 from sqlalchemy import Table, select, tuple_
 
 from tribal_memory.base.db import Database
+from tribal_memory.base.errors import InvalidInput
 from tribal_memory.base.models import SearchFilters
 from tribal_memory.ops.transfer.records import (
     FORMAT,
@@ -111,6 +114,46 @@ def export_lines(
             counts[kind] += written
             advance(written)
     yield dumps({"type": "end", "counts": counts})
+
+
+def write_export(lines: Iterable[str], out: IO[str]) -> dict[str, int]:
+    """Write every line of an export to ``out`` and flush.
+
+    Returns:
+        The end record's counts: ``{"memory", "relation", "row"}``.
+    """
+    last = ""
+    for last in lines:
+        out.write(last)
+    out.flush()
+    counts: dict[str, int] = json.loads(last)["counts"]
+    return counts
+
+
+def write_export_file(lines: Iterable[str], path: Path) -> dict[str, int]:
+    """Write an export to ``path``, never leaving it half written.
+
+    The lines go to ``<path>.partial``, renamed to ``path`` once complete;
+    on any failure the partial file is removed.
+
+    Returns:
+        As :func:`write_export`.
+
+    Raises:
+        InvalidInput: the file cannot be written.
+    """
+    partial = path.with_name(path.name + ".partial")
+    try:
+        with partial.open("w", encoding="utf-8") as out:
+            counts = write_export(lines, out)
+        partial.replace(path)
+    except OSError as exc:
+        partial.unlink(missing_ok=True)
+        raise InvalidInput(f"cannot write {path}: {exc.strerror or exc}") from exc
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    return counts
 
 
 def _pages(db: Database, table: Table, size: int) -> Iterator[list[dict[str, Any]]]:
