@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from tribal_memory.base.config import Settings
-from tribal_memory.base.models import LearnedParts, SearchResult
+from tribal_memory.base.results import LearnedParts, SearchResult
 from tribal_memory.bench.metrics import percentile
 from tribal_memory.bench.perf import default_cache_dir
 from tribal_memory.bench.perf_corpus import cached_embeddings, generate, questions

@@ -19,7 +19,8 @@ import tempfile
 from pathlib import Path
 
 from tribal_memory.base.config import Settings
-from tribal_memory.base.models import LearnedParts, SearchFilters
+from tribal_memory.base.models import SearchFilters
+from tribal_memory.base.results import LearnedParts
 from tribal_memory.bench.learn_data import suite_stores
 from tribal_memory.bench.metrics import hit_at
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder

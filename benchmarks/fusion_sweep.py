@@ -18,7 +18,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from tribal_memory.base.config import Settings
-from tribal_memory.base.models import Hit, SearchFilters
+from tribal_memory.base.models import SearchFilters
+from tribal_memory.base.results import Hit
 from tribal_memory.bench.locomo import CATEGORIES
 from tribal_memory.bench.metrics import recall_at
 from tribal_memory.documents.locomo import LocomoQuestion, load_locomo

@@ -22,7 +22,8 @@ from collections import defaultdict
 from pathlib import Path
 
 from tribal_memory.base.config import Settings
-from tribal_memory.base.models import LearnedParts, SearchFilters
+from tribal_memory.base.models import SearchFilters
+from tribal_memory.base.results import LearnedParts
 from tribal_memory.bench.metrics import recall_at, reciprocal_rank
 from tribal_memory.documents.locomo import load_locomo
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder

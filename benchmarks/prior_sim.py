@@ -52,7 +52,8 @@ from typing import Any
 import numpy as np
 
 from tribal_memory.base.config import Settings
-from tribal_memory.base.models import LearnedParts, SearchFilters
+from tribal_memory.base.models import SearchFilters
+from tribal_memory.base.results import LearnedParts
 from tribal_memory.bench.learn_data import BenchStore, load, locomo_stores, suite_stores
 from tribal_memory.bench.metrics import hit_at, recall_at
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder

@@ -23,14 +23,8 @@ from sqlalchemy import select
 from tribal_memory.base.config import Settings
 from tribal_memory.base.db import Database, make_engine, migrate
 from tribal_memory.base.errors import Conflict, InvalidInput, NotFound
-from tribal_memory.base.models import (
-    LearnedParts,
-    MemoryInput,
-    MemoryPatch,
-    SearchFilters,
-    SearchMode,
-    SearchResult,
-)
+from tribal_memory.base.models import MemoryInput, MemoryPatch, SearchFilters
+from tribal_memory.base.results import LearnedParts, SearchMode, SearchResult
 from tribal_memory.base.sql import read_generation
 from tribal_memory.base.tables import QueryExpansionRow, QueryFactWeightRow
 from tribal_memory.bench.perf_corpus import generate

@@ -17,7 +17,8 @@ from mcp import ClientSession, StdioServerParameters
 from test_mcp import _answer, _env, _stdio_session, server  # noqa: F401 (server: a fixture)
 
 from tribal_memory.base.config import Settings
-from tribal_memory.base.models import MemoryInput, RelationInput
+from tribal_memory.base.graph import RelationInput
+from tribal_memory.base.models import MemoryInput
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
 from tribal_memory.service.memory_service import MemoryService
 

@@ -9,7 +9,8 @@ from datetime import UTC, datetime
 import pytest
 
 from tribal_memory.base.config import Settings
-from tribal_memory.base.models import Hit, Memory
+from tribal_memory.base.models import Memory
+from tribal_memory.base.results import Hit
 from tribal_memory.learned.feedback import UsagePrior
 from tribal_memory.retrieval.fusion import Candidate
 from tribal_memory.retrieval.ranking import ScoreIds, rank

@@ -12,7 +12,8 @@ from sqlalchemy import select
 
 from tribal_memory.base.config import Settings
 from tribal_memory.base.errors import InvalidInput
-from tribal_memory.base.models import SHARED_OWNER, LearnedParts, MemoryInput, SearchFilters
+from tribal_memory.base.models import SHARED_OWNER, MemoryInput, SearchFilters
+from tribal_memory.base.results import LearnedParts
 from tribal_memory.base.tables import QueryCacheRow, QueryFactWeightRow
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
 from tribal_memory.learned.anchors import TEAM

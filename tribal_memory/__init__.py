@@ -17,25 +17,26 @@ from tribal_memory.base.errors import (
     TooLarge,
     TribalError,
 )
+from tribal_memory.base.graph import (
+    CommonNeighbor,
+    Near,
+    Neighbor,
+    Relation,
+    RelationInput,
+    Traversal,
+)
 from tribal_memory.base.models import (
     SHARED_OWNER,
     CaptureResult,
-    CommonNeighbor,
-    Hit,
     Memory,
     MemoryInput,
     MemoryPage,
     MemoryPatch,
-    Near,
-    Neighbor,
     OwnerCleared,
-    Relation,
-    RelationInput,
     SearchFilters,
-    SearchResult,
     StoreStats,
-    Traversal,
 )
+from tribal_memory.base.results import Hit, SearchResult
 
 if TYPE_CHECKING:
     from tribal_memory.service.memory_service import MemoryService

@@ -15,7 +15,7 @@ import platformdirs
 from pydantic import Field, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from tribal_memory.base.models import LearnedParts
+from tribal_memory.base.results import LearnedParts
 
 DEFAULT_EMBEDDING_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 _LOCAL_HOST_NAMES = ("localhost", "127.0.0.1", "::1")

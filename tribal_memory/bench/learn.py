@@ -47,13 +47,8 @@ from typing import Any
 
 from tribal_memory.base.config import Settings
 from tribal_memory.base.errors import InvalidInput
-from tribal_memory.base.models import (
-    SHARED_OWNER,
-    LearnedParts,
-    SearchFilters,
-    SearchMode,
-    SearchResult,
-)
+from tribal_memory.base.models import SHARED_OWNER, SearchFilters
+from tribal_memory.base.results import LearnedParts, SearchMode, SearchResult
 from tribal_memory.bench.learn_data import BenchQuestion, BenchStore, load, reword
 from tribal_memory.bench.learn_targets import targets
 from tribal_memory.bench.metrics import hit_at, percentile, recall_at, reciprocal_rank

@@ -30,7 +30,8 @@ from typing import Any
 import numpy as np
 
 from tribal_memory.base.config import Settings
-from tribal_memory.base.models import SearchFilters, SearchMode
+from tribal_memory.base.models import SearchFilters
+from tribal_memory.base.results import SearchMode
 from tribal_memory.bench.locomo_baselines import ConversationBaselines
 from tribal_memory.bench.metrics import hit_at, ndcg_at, percentile, recall_at, reciprocal_rank
 from tribal_memory.documents.locomo import LocomoQuestion, LocomoSample, load_locomo

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tribal_memory.base.models import ChunkContext, Hit, Memory, SearchFilters
+from tribal_memory.base.models import Memory, SearchFilters
+from tribal_memory.base.results import ChunkContext, Hit
 from tribal_memory.documents.index import DocumentIndex, Placement
 from tribal_memory.store.base import MemoryStore
 

@@ -4,7 +4,7 @@ Every query walks breadth-first over relations in either direction, one SQL
 read of the frontier's edges and one store read of the memories reached per
 hop. Visibility holds at every step, as in ``neighbors``: a memory the owner
 may not see is never returned, counted or walked through, so no path runs
-through it. A :class:`~tribal_memory.base.models.Traversal` narrows the walk to
+through it. A :class:`~tribal_memory.base.graph.Traversal` narrows the walk to
 some relation types and blocks others (and memory kinds).
 """
 
@@ -13,15 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from tribal_memory.base.errors import InvalidInput, NotFound
-from tribal_memory.base.models import (
-    MAX_STEPS,
-    CommonNeighbor,
-    Memory,
-    Neighbor,
-    Relation,
-    SearchFilters,
-    Traversal,
-)
+from tribal_memory.base.graph import MAX_STEPS, CommonNeighbor, Neighbor, Relation, Traversal
+from tribal_memory.base.models import Memory, SearchFilters
 from tribal_memory.graph.relations import MAX_TYPE_CHARS, RelationGraph
 from tribal_memory.store.base import MemoryStore
 

@@ -9,7 +9,7 @@ from sqlalchemy import delete, func, or_, select
 
 from tribal_memory.base.db import Database
 from tribal_memory.base.errors import InvalidInput
-from tribal_memory.base.models import Relation, RelationInput
+from tribal_memory.base.graph import Relation, RelationInput
 from tribal_memory.base.tables import RelationRow, utcnow
 
 MAX_TYPE_CHARS = 64

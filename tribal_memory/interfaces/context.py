@@ -39,7 +39,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from tribal_memory.base.errors import InvalidInput
-from tribal_memory.base.models import Hit, Memory, SearchFilters
+from tribal_memory.base.models import Memory, SearchFilters
+from tribal_memory.base.results import Hit
 from tribal_memory.documents.tokens import count_tokens
 from tribal_memory.interfaces.tools import line_span, memory_path
 from tribal_memory.service.memory_service import MemoryService

@@ -30,7 +30,8 @@ from __future__ import annotations
 from typing import Any
 
 from tribal_memory.base.errors import InvalidInput
-from tribal_memory.base.models import Memory, Near, SearchFilters, Traversal
+from tribal_memory.base.graph import Near, Traversal
+from tribal_memory.base.models import Memory, SearchFilters
 from tribal_memory.interfaces.tool_args import MemoryGraphIn, count
 from tribal_memory.interfaces.tools import SNIPPET_MAX_CHARS, memory_path
 from tribal_memory.service.memory_service import MemoryService

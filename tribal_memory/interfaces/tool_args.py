@@ -21,7 +21,7 @@ from typing import Annotated, Any, Literal, TypeVar
 import msgspec
 
 from tribal_memory.base.errors import InvalidInput
-from tribal_memory.base.models import MAX_STEPS
+from tribal_memory.base.graph import MAX_STEPS
 
 Count = Annotated[float, msgspec.Meta(ge=1)]
 """A whole number >= 1 that may arrive as a float (floored by :func:`count`)."""

@@ -70,7 +70,8 @@ from tribal_memory.base.errors import (
     NotFound,
     StoreUnavailable,
 )
-from tribal_memory.base.models import SHARED_OWNER, Hit, Memory, MemoryInput, SearchFilters
+from tribal_memory.base.models import SHARED_OWNER, Memory, MemoryInput, SearchFilters
+from tribal_memory.base.results import Hit
 from tribal_memory.interfaces.tool_args import (
     MemoryCaptureIn,
     MemoryFeedbackIn,

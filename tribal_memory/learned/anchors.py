@@ -37,7 +37,8 @@ from sqlalchemy import Row, delete, or_, select
 
 from tribal_memory.base.db import Database
 from tribal_memory.base.errors import InvalidInput
-from tribal_memory.base.models import SHARED_OWNER, Anchor
+from tribal_memory.base.models import SHARED_OWNER
+from tribal_memory.base.results import Anchor
 from tribal_memory.base.sql import read_changes, read_generation
 from tribal_memory.base.tables import FactAnchorRow
 from tribal_memory.learned.text import content_terms, stem

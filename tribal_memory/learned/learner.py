@@ -19,7 +19,8 @@ from typing import Any
 from tribal_memory.base.config import Settings
 from tribal_memory.base.db import Database
 from tribal_memory.base.errors import Conflict, InvalidInput, NotFound
-from tribal_memory.base.models import SHARED_OWNER, FeedbackResult, Hit, SearchFilters
+from tribal_memory.base.models import SHARED_OWNER, SearchFilters
+from tribal_memory.base.results import FeedbackResult, Hit
 from tribal_memory.base.sql import read_generations
 from tribal_memory.base.tables import utcnow
 from tribal_memory.embeddings.base import Embedder

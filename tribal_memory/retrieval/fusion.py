@@ -28,7 +28,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from tribal_memory.base.models import Hit, Memory
+from tribal_memory.base.models import Memory
+from tribal_memory.base.results import Hit
 from tribal_memory.store.base import ScoredMemory
 
 FusionMethod = Literal["weighted", "rrf"]

@@ -36,15 +36,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from tribal_memory.base.config import Settings
-from tribal_memory.base.models import (
-    SHARED_OWNER,
-    Hit,
-    LearnedParts,
-    SearchFilters,
-    SearchMode,
-    SearchResult,
-    Variant,
-)
+from tribal_memory.base.models import SHARED_OWNER, SearchFilters
+from tribal_memory.base.results import Hit, LearnedParts, SearchMode, SearchResult, Variant
 from tribal_memory.base.tables import utcnow
 from tribal_memory.embeddings.base import Embedder, Vector
 from tribal_memory.graph.relations import RelationGraph
@@ -163,7 +156,7 @@ class Retriever:
 
         Returns:
             A :class:`SearchResult`, hits best first with scores in [0, 1];
-            see :class:`tribal_memory.base.models.Hit` for what the learned fields
+            see :class:`tribal_memory.base.results.Hit` for what the learned fields
             mean. ``took_ms`` is wall time in ms. No match: no hits.
         """
         q = _Search(

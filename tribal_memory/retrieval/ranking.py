@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from tribal_memory.base.config import Settings
-from tribal_memory.base.models import Hit
+from tribal_memory.base.results import Hit
 from tribal_memory.retrieval.fusion import Candidate, Normalisation, top_hits, vector_scale
 from tribal_memory.retrieval.signals import SignalMap, Signals
 from tribal_memory.store.base import ScoredMemory

@@ -14,7 +14,7 @@ from sqlalchemy import delete
 
 from tribal_memory.base.config import Settings
 from tribal_memory.base.db import Database
-from tribal_memory.base.models import Variant
+from tribal_memory.base.results import Variant
 from tribal_memory.base.sql import upsert
 from tribal_memory.base.tables import OwnerVariantRow, utcnow
 

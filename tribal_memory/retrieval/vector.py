@@ -8,7 +8,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from tribal_memory.base.errors import InvalidInput
-from tribal_memory.base.models import Hit, SearchFilters, SearchResult
+from tribal_memory.base.models import SearchFilters
+from tribal_memory.base.results import Hit, SearchResult
 from tribal_memory.embeddings.base import Vector
 from tribal_memory.store.base import MemoryStore
 

@@ -13,13 +13,7 @@ from collections.abc import Sequence
 
 from tribal_memory.base.config import Settings
 from tribal_memory.base.errors import InvalidInput, NotFound, TooLarge
-from tribal_memory.base.models import (
-    CommonNeighbor,
-    Neighbor,
-    Relation,
-    RelationInput,
-    Traversal,
-)
+from tribal_memory.base.graph import CommonNeighbor, Neighbor, Relation, RelationInput, Traversal
 from tribal_memory.base.validation import check_k
 from tribal_memory.core import Core
 from tribal_memory.graph.queries import GraphQueries, check_traversal
@@ -145,7 +139,7 @@ class GraphOperations:
         """Memories within ``steps`` hops over relations (either direction), BFS order.
 
         Memories not visible to ``owner`` are neither returned nor walked through.
-        ``types`` and ``block`` narrow the walk (see :class:`~tribal_memory.base.models.Traversal`).
+        ``types`` and ``block`` narrow the walk (see :class:`~tribal_memory.base.graph.Traversal`).
 
         Returns:
             Each memory once, at its least hop count (>= 1), with the edge that

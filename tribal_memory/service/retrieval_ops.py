@@ -17,12 +17,12 @@ from typing import get_args
 from tribal_memory.base.config import Settings
 from tribal_memory.base.db import Database
 from tribal_memory.base.errors import InvalidInput, NotFound, TooLarge
-from tribal_memory.base.models import (
+from tribal_memory.base.graph import Near
+from tribal_memory.base.models import SearchFilters
+from tribal_memory.base.results import (
     Anchor,
     FeedbackResult,
     LearnedParts,
-    Near,
-    SearchFilters,
     SearchMode,
     SearchResult,
     Variant,

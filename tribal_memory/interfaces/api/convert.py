@@ -4,18 +4,9 @@ from __future__ import annotations
 
 import msgspec
 
-from tribal_memory.base.models import (
-    Anchor,
-    CaptureResult,
-    ChunkContext,
-    FeedbackResult,
-    Hit,
-    Memory,
-    Neighbor,
-    Relation,
-    SearchResult,
-    StoreStats,
-)
+from tribal_memory.base.graph import Neighbor, Relation
+from tribal_memory.base.models import CaptureResult, Memory, StoreStats
+from tribal_memory.base.results import Anchor, ChunkContext, FeedbackResult, Hit, SearchResult
 from tribal_memory.interfaces.api.schemas import (
     AnchorOut,
     CaptureOut,

@@ -9,7 +9,7 @@ from litestar.params import FromPath, FromQuery, JSONBody, QueryParameter
 from litestar.status_codes import HTTP_200_OK, HTTP_204_NO_CONTENT
 
 from tribal_memory.base.errors import InvalidInput
-from tribal_memory.base.models import RelationInput
+from tribal_memory.base.graph import RelationInput
 from tribal_memory.interfaces.api.auth import OwnerScope
 from tribal_memory.interfaces.api.convert import neighbor_out, relation_out
 from tribal_memory.interfaces.api.deps import Service

@@ -11,7 +11,7 @@ from litestar.status_codes import HTTP_200_OK
 
 from tribal_memory.auth.policy import Caller
 from tribal_memory.base.errors import InvalidInput
-from tribal_memory.base.models import SearchMode
+from tribal_memory.base.results import SearchMode
 from tribal_memory.interfaces.api.auth import CallerDep
 from tribal_memory.interfaces.api.convert import search_out
 from tribal_memory.interfaces.api.deps import Service

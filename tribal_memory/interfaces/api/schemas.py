@@ -14,17 +14,9 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from tribal_memory.base.errors import InvalidInput
-from tribal_memory.base.models import (
-    LearnedParts,
-    MemoryInput,
-    MemoryKind,
-    MemoryPatch,
-    Near,
-    SearchFilters,
-    SearchMode,
-    Traversal,
-    Variant,
-)
+from tribal_memory.base.graph import Near, Traversal
+from tribal_memory.base.models import MemoryInput, MemoryKind, MemoryPatch, SearchFilters
+from tribal_memory.base.results import LearnedParts, SearchMode, Variant
 
 AwareDatetime = Annotated[datetime, msgspec.Meta(tz=True)]
 """A datetime that must carry a timezone (naive times are ambiguous)."""

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from tribal_memory.base.errors import TribalError
-from tribal_memory.base.models import SHARED_OWNER, MemoryInput, Near, Neighbor, SearchFilters
+from tribal_memory.base.graph import Near, Neighbor
+from tribal_memory.base.models import SHARED_OWNER, MemoryInput, SearchFilters
 from tribal_memory.interfaces.cli.options import (
     BlockOption,
     ContextOption,
@@ -54,7 +55,7 @@ from tribal_memory.interfaces.cli.root import app
 from tribal_memory.interfaces.cli.run import Run, with_run
 
 if TYPE_CHECKING:
-    from tribal_memory.base.models import SearchMode
+    from tribal_memory.base.results import SearchMode
 
 
 class Mode(StrEnum):

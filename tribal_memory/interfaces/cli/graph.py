@@ -15,7 +15,8 @@ from typing import Annotated, Any
 import typer
 
 from tribal_memory.base.errors import InvalidInput
-from tribal_memory.base.models import CommonNeighbor, Memory, RelationInput, SearchFilters
+from tribal_memory.base.graph import CommonNeighbor, RelationInput
+from tribal_memory.base.models import Memory, SearchFilters
 from tribal_memory.interfaces.cli.options import (
     BlockOption,
     KindsOption,

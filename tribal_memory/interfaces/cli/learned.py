@@ -14,7 +14,7 @@ import typer
 from rich.console import RenderableType
 from rich.table import Table
 
-from tribal_memory.base.models import Anchor, FeedbackResult, Variant
+from tribal_memory.base.results import Anchor, FeedbackResult, Variant
 from tribal_memory.interfaces.cli.options import IdArgument, OwnerOption
 from tribal_memory.interfaces.cli.output import Output
 from tribal_memory.interfaces.cli.root import app

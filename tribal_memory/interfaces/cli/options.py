@@ -15,7 +15,9 @@ from typing import Annotated
 import typer
 
 from tribal_memory.base.errors import InvalidInput
-from tribal_memory.base.models import LEARNED_PARTS, LearnedParts, Near, SearchFilters, Traversal
+from tribal_memory.base.graph import Near, Traversal
+from tribal_memory.base.models import SearchFilters
+from tribal_memory.base.results import LEARNED_PARTS, LearnedParts
 
 # -- every command ------------------------------------------------------------------
 

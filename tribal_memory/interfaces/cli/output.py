@@ -21,14 +21,9 @@ from rich.console import Console, RenderableType
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from tribal_memory.base.models import (
-    CaptureResult,
-    ChunkContext,
-    Hit,
-    Memory,
-    Neighbor,
-    SearchResult,
-)
+from tribal_memory.base.graph import Neighbor
+from tribal_memory.base.models import CaptureResult, Memory
+from tribal_memory.base.results import ChunkContext, Hit, SearchResult
 
 if TYPE_CHECKING:
     from tribal_memory.learned.stats import RetrievalStats, UsageCounts
