@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 DATA ?= ../shared/data/locomo-dev.json
 
-.PHONY: install run test lint bench bench-perf serve clean
+.PHONY: install run test lint bench bench-docs bench-perf serve clean
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -29,6 +29,10 @@ lint: install
 
 bench: install
 	$(VENV)/bin/tribal-memory bench locomo $(DATA) --out benchmarks/results/locomo-dev.json
+
+# Needs the Python 3.11 docs' reST sources: apt-get install python3.11-doc
+bench-docs: install
+	$(VENV)/bin/tribal-memory bench documents --out benchmarks/results/documents-python311.json
 
 bench-perf: install
 	$(VENV)/bin/tribal-memory bench perf --sizes 10000,100000 --out benchmarks/results/perf.json \

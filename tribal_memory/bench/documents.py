@@ -1,0 +1,265 @@
+"""Documents benchmark: each search mode on long structured documents (issue 18).
+
+Protocol: every document of a question set
+(:mod:`tribal_memory.bench.documents_data`; by default chapters of the Python
+3.11 documentation as Debian's ``python3.11-doc`` ships their reST sources)
+is converted to Markdown headings (:mod:`tribal_memory.bench.rest_markdown`)
+and ingested with :meth:`MemoryService.ingest_document` into one fresh store,
+under its path with ``.md``. Every question is asked in every mode with
+``k = 20`` over the whole store and scored against its gold chunks:
+recall@5/10/20 (share of the gold chunks in the top k), hit@10, MRR (first
+gold chunk within the top 20; 0 if none) and nDCG@10. Latency is the wall
+time of one ``MemoryService.search`` call, query embedding included. Each
+figure is reported over all questions and per category, and the comparisons
+(graph-expanded against plain hybrid) as differences, with the questions
+whose recall@10 went up and down.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from tribal_memory.base.config import Settings
+from tribal_memory.base.errors import NotFound
+from tribal_memory.base.models import SearchFilters, SearchMode
+from tribal_memory.bench.documents_data import (
+    DEFAULT_DOCS_DIR,
+    DocQuestion,
+    QuestionSet,
+    StoredChunk,
+    gold_chunks,
+    load_questions,
+    markdown_path,
+)
+from tribal_memory.bench.metrics import hit_at, ndcg_at, percentile, recall_at, reciprocal_rank
+from tribal_memory.bench.rest_markdown import rest_to_markdown
+from tribal_memory.embeddings.base import Embedder
+from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
+from tribal_memory.service.memory_service import MemoryService
+
+MODES: tuple[SearchMode, ...] = ("hybrid", "vector", "text", "hybrid_expanded")
+"""The modes asked by default; a new search mode is one more name here."""
+COMPARISONS: tuple[tuple[str, str], ...] = (("hybrid_expanded", "hybrid"),)
+"""(mode, baseline) pairs reported as differences when both modes ran."""
+DEPTH = 20
+METRICS = ("recall@5", "recall@10", "recall@20", "hit@10", "mrr", "ndcg@10")
+
+Progress = Callable[[str], None]
+
+
+def _ingest(
+    service: MemoryService, docs_dir: Path, documents: Sequence[str], emit: Progress
+) -> float:
+    started = time.perf_counter()
+    for number, document in enumerate(documents, start=1):
+        text = (docs_dir / document).read_text(encoding="utf-8")
+        result = service.ingest_document(markdown_path(document), rest_to_markdown(text))
+        emit(f"[{number}/{len(documents)}] {document}: {result.chunks} chunks")
+    service.optimize()
+    return time.perf_counter() - started
+
+
+def _stored_chunks(
+    service: MemoryService, documents: Sequence[str]
+) -> dict[str, list[StoredChunk]]:
+    """The stored chunks of each document, keyed by its reST name."""
+    by_source = {markdown_path(d): d for d in documents}
+    chunks: dict[str, list[StoredChunk]] = defaultdict(list)
+    for memories, _ in service.store.scan(SearchFilters(kinds=("chunk",))):
+        for memory in memories:
+            if memory.source in by_source:
+                heading = str(memory.metadata.get("heading", ""))
+                chunks[by_source[memory.source]].append(
+                    StoredChunk(memory.memory_id, memory.content, heading)
+                )
+    return chunks
+
+
+def _row(ranked: list[str], gold: set[str], elapsed_ms: float) -> dict[str, float]:
+    return {
+        "recall@5": recall_at(ranked, gold, 5),
+        "recall@10": recall_at(ranked, gold, 10),
+        "recall@20": recall_at(ranked, gold, 20),
+        "hit@10": hit_at(ranked, gold, 10),
+        "mrr": reciprocal_rank(ranked, gold),
+        "ndcg@10": ndcg_at(ranked, gold, 10),
+        "ms": elapsed_ms,
+    }
+
+
+def _mean(rows: Sequence[dict[str, float]], metric: str) -> float:
+    return round(sum(r[metric] for r in rows) / (len(rows) or 1), 4)
+
+
+def _summary(rows: list[dict[str, float]], categories: list[str]) -> dict[str, Any]:
+    summary: dict[str, Any] = {m: _mean(rows, m) for m in METRICS}
+    latencies = [r["ms"] for r in rows]
+    summary["p50_ms"] = round(percentile(latencies, 50), 2)
+    summary["p95_ms"] = round(percentile(latencies, 95), 2)
+    by_category: dict[str, list[dict[str, float]]] = defaultdict(list)
+    for category, row in zip(categories, rows, strict=True):
+        by_category[category].append(row)
+    summary["per_category"] = {
+        category: {"n": len(sub), **{m: _mean(sub, m) for m in METRICS}}
+        for category, sub in sorted(by_category.items())
+    }
+    return summary
+
+
+def _compare(
+    rows: dict[str, list[dict[str, float]]], summaries: dict[str, Any], mode: str, baseline: str
+) -> dict[str, Any]:
+    """``mode`` minus ``baseline``: overall, per category, and questions up or down at recall@10."""
+    ours, theirs = summaries[mode], summaries[baseline]
+    pairs = list(zip(rows[mode], rows[baseline], strict=True))
+    return {
+        **{m: round(ours[m] - theirs[m], 4) for m in METRICS},
+        "p50_ms": round(ours["p50_ms"] - theirs["p50_ms"], 2),
+        "per_category": {
+            category: {
+                m: round(figures[m] - theirs["per_category"][category][m], 4) for m in METRICS
+            }
+            for category, figures in ours["per_category"].items()
+        },
+        "recall@10_up": sum(1 for a, b in pairs if a["recall@10"] > b["recall@10"]),
+        "recall@10_down": sum(1 for a, b in pairs if a["recall@10"] < b["recall@10"]),
+    }
+
+
+def _first_gold_rank(ranked: list[str], gold: set[str]) -> int | None:
+    return next((rank for rank, item in enumerate(ranked, start=1) if item in gold), None)
+
+
+def _ask(
+    service: MemoryService,
+    questions: Sequence[DocQuestion],
+    gold: dict[str, set[str]],
+    modes: Sequence[SearchMode],
+) -> tuple[dict[str, list[dict[str, float]]], list[dict[str, Any]]]:
+    """Every question in every mode: metric rows per mode, and each question's first gold rank."""
+    rows: dict[str, list[dict[str, float]]] = {mode: [] for mode in modes}
+    per_question: list[dict[str, Any]] = []
+    for question in questions:
+        ranks: dict[str, int | None] = {}
+        for mode in modes:
+            started = time.perf_counter()
+            result = service.search(question.text, k=DEPTH, mode=mode)
+            elapsed_ms = (time.perf_counter() - started) * 1000
+            ranked = [hit.memory.memory_id for hit in result.hits]
+            rows[mode].append(_row(ranked, gold[question.question_id], elapsed_ms))
+            ranks[mode] = _first_gold_rank(ranked, gold[question.question_id])
+        per_question.append(
+            {
+                "id": question.question_id,
+                "category": question.category,
+                "n_gold": len(gold[question.question_id]),
+                "first_gold_rank": ranks,
+            }
+        )
+    return rows, per_question
+
+
+def run_documents_bench(
+    docs_dir: Path | None = None,
+    out: Path | None = None,
+    *,
+    modes: Sequence[SearchMode] = MODES,
+    question_set: QuestionSet | None = None,
+    embedder: Embedder | None = None,
+    settings_overrides: dict[str, Any] | None = None,
+    log: Progress | None = None,
+) -> dict[str, Any]:
+    """Run the documents benchmark (see the module docstring).
+
+    Args:
+        docs_dir: Directory holding the set's reST documents (default:
+            :data:`~tribal_memory.bench.documents_data.DEFAULT_DOCS_DIR`).
+        out: Where to write the JSON report (None: don't write).
+        modes: Search modes to ask, in report order.
+        question_set: The questions and their documents (default: the shipped
+            ``python-docs-questions``).
+        embedder: A loaded embedder to reuse (default: the configured model).
+        settings_overrides: Settings fields to override.
+        log: Where progress lines go (default: stderr).
+
+    Returns:
+        ``{"dataset", "source", "docs_dir", "n_documents", "n_chunks",
+        "n_questions", "questions_per_category", "depth", "ingest_s",
+        "modes": {mode: {"recall@5", "recall@10", "recall@20", "hit@10",
+        "mrr", "ndcg@10", "p50_ms", "p95_ms", "per_category": {category:
+        {"n", metric...}}}}, "comparisons": {"<mode> - <baseline>": {metric
+        differences, "p50_ms", "per_category", "recall@10_up",
+        "recall@10_down"}}, "questions": [{"id", "category", "n_gold",
+        "first_gold_rank": {mode: rank or None}}], "settings", "machine"}``.
+        Metrics are means in [0, 1], higher is better.
+
+    Raises:
+        NotFound: a document of the set is not in ``docs_dir``.
+        InvalidInput: a malformed question set, or a question whose gold
+            phrases pick out no chunk (see
+            :func:`~tribal_memory.bench.documents_data.gold_chunks`).
+    """
+    questions = question_set or load_questions()
+    docs_dir = docs_dir or DEFAULT_DOCS_DIR
+    missing = [d for d in questions.documents if not (docs_dir / d).is_file()]
+    if missing:
+        raise NotFound(
+            f"{len(missing)} document(s) of {questions.name} not in {docs_dir} (first: "
+            f"{missing[0]}); install them with `apt-get install python3.11-doc` or pass --docs-dir"
+        )
+    emit = log or _stderr
+    overrides = settings_overrides or {}
+    model = embedder or FastEmbedEmbedder(Settings(**overrides).embedding_model)
+    with tempfile.TemporaryDirectory(prefix="tribal-bench-docs-") as tmp:
+        settings = Settings(data_dir=Path(tmp), **overrides)
+        with MemoryService(settings, embedder=model) as service:
+            ingest_s = _ingest(service, docs_dir, questions.documents, emit)
+            chunks = _stored_chunks(service, questions.documents)
+            gold = gold_chunks(questions.questions, chunks)
+            emit(f"asking {len(questions.questions)} questions in {len(modes)} modes")
+            rows, per_question = _ask(service, questions.questions, gold, modes)
+    categories = [q.category for q in questions.questions]
+    summaries: dict[str, Any] = {mode: _summary(rows[mode], categories) for mode in modes}
+    report: dict[str, Any] = {
+        "dataset": questions.name,
+        "source": questions.source,
+        "docs_dir": str(docs_dir),
+        "n_documents": len(questions.documents),
+        "n_chunks": sum(len(c) for c in chunks.values()),
+        "n_questions": len(questions.questions),
+        "questions_per_category": {c: categories.count(c) for c in sorted(set(categories))},
+        "depth": DEPTH,
+        "ingest_s": round(ingest_s, 1),
+        "modes": summaries,
+        "comparisons": {
+            f"{mode} - {baseline}": _compare(rows, summaries, mode, baseline)
+            for mode, baseline in COMPARISONS
+            if mode in summaries and baseline in summaries
+        },
+        "questions": per_question,
+        "settings": {
+            "embedding_model": model.model_id,
+            "chunk_tokens": settings.chunk_tokens,
+            "chunk_overlap_tokens": settings.chunk_overlap_tokens,
+            "vector_weight": settings.vector_weight,
+            "graph_expansion_weight": settings.graph_expansion_weight,
+            "candidate_pool": settings.candidate_pool,
+        },
+        "machine": f"{platform.machine()} {platform.system()}, Python {platform.python_version()}",
+    }
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    return report
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
