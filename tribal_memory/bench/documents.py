@@ -29,7 +29,8 @@ from typing import Any
 
 from tribal_memory.base.config import Settings
 from tribal_memory.base.errors import NotFound
-from tribal_memory.base.models import SearchFilters, SearchMode
+from tribal_memory.base.models import SearchFilters
+from tribal_memory.base.results import SearchMode
 from tribal_memory.bench.documents_data import (
     DEFAULT_DOCS_DIR,
     DocQuestion,

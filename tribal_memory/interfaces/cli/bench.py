@@ -318,8 +318,9 @@ _DOCS_COLUMNS = ("recall@5", "recall@10", "hit@10", "mrr", "ndcg@10", "p50_ms")
 
 
 @bench_app.command("documents")
+@with_run
 def bench_documents(
-    ctx: typer.Context,
+    run: Run,
     docs_dir: Annotated[
         Path | None,
         typer.Option(
@@ -329,24 +330,19 @@ def bench_documents(
             "from `apt-get install python3.11-doc`).",
         ),
     ] = None,
-    out: Annotated[Path | None, typer.Option("--out", help="Write the JSON report here.")] = None,
+    out: OutOption = None,
     modes: Annotated[
         str | None,
         typer.Option("--modes", help="Comma-separated search modes (default: all)."),
     ] = None,
-    json_out: JsonOption = None,
-) -> None:
+) -> Output:
     """Search modes on long structured documents: recall@k, MRR per mode and question kind."""
-    run = _Run(ctx, None, json_out)
     from tribal_memory.bench.documents import MODES, run_documents_bench
 
     chosen = MODES if modes is None else _modes(modes, MODES)
     report = run_documents_bench(
         docs_dir, out, modes=chosen, log=None if run.json else run.err.print
     )
-    if run.json:
-        run.emit(report)
-        return
     title = (
         f"{report['dataset']}: {report['n_questions']} questions, "
         f"{report['n_documents']} documents, {report['n_chunks']} chunks"
@@ -357,19 +353,16 @@ def bench_documents(
         for category, sub in figures["per_category"].items():
             cells = (_metric(sub.get(c), c) for c in _DOCS_COLUMNS)
             table.add_row("", f"{category} ({sub['n']})", *cells)
-    run.out.print(table)
+    text: list[RenderableType] = [table]
     for name, diff in report["comparisons"].items():
-        run.out.print(
+        text.append(
             f"{name}: recall@10 {diff['recall@10']:+.3f}, MRR {diff['mrr']:+.3f} "
             f"({diff['recall@10_up']} questions up, {diff['recall@10_down']} down)"
         )
-    if out is not None:
-        run.out.print(f"report written to {out}")
+    return Output([report], [*text, *_written(out)])
 
 
 def _modes(text: str, known: tuple[str, ...]) -> list[Any]:
-    from tribal_memory.base.errors import InvalidInput
-
     chosen = [part.strip() for part in text.split(",") if part.strip()]
     unknown = [m for m in chosen if m not in known]
     if unknown or not chosen:
