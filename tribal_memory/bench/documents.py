@@ -17,9 +17,6 @@ whose recall@10 went up and down.
 
 from __future__ import annotations
 
-import json
-import platform
-import sys
 import tempfile
 import time
 from collections import defaultdict
@@ -41,6 +38,7 @@ from tribal_memory.bench.documents_data import (
     markdown_path,
 )
 from tribal_memory.bench.metrics import hit_at, ndcg_at, percentile, recall_at, reciprocal_rank
+from tribal_memory.bench.report import machine_line, stderr_line, write_report
 from tribal_memory.bench.rest_markdown import rest_to_markdown
 from tribal_memory.embeddings.base import Embedder
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
@@ -216,7 +214,7 @@ def run_documents_bench(
             f"{len(missing)} document(s) of {questions.name} not in {docs_dir} (first: "
             f"{missing[0]}); install them with `apt-get install python3.11-doc` or pass --docs-dir"
         )
-    emit = log or _stderr
+    emit = log or stderr_line
     overrides = settings_overrides or {}
     model = embedder or FastEmbedEmbedder(Settings(**overrides).embedding_model)
     with tempfile.TemporaryDirectory(prefix="tribal-bench-docs-") as tmp:
@@ -254,13 +252,7 @@ def run_documents_bench(
             "graph_expansion_weight": settings.graph_expansion_weight,
             "candidate_pool": settings.candidate_pool,
         },
-        "machine": f"{platform.machine()} {platform.system()}, Python {platform.python_version()}",
+        "machine": machine_line(),
     }
-    if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    write_report(report, out)
     return report
-
-
-def _stderr(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)

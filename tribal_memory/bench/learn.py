@@ -36,8 +36,6 @@ phrasings of the other facts, ``repeat``/``reword`` the fed phrasing.
 
 from __future__ import annotations
 
-import json
-import platform
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -52,6 +50,7 @@ from tribal_memory.base.results import LearnedParts, SearchMode, SearchResult
 from tribal_memory.bench.learn_data import BenchQuestion, BenchStore, load, reword
 from tribal_memory.bench.learn_targets import targets
 from tribal_memory.bench.metrics import hit_at, percentile, recall_at, reciprocal_rank
+from tribal_memory.bench.report import machine_line, write_report
 from tribal_memory.embeddings.base import Embedder
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
 from tribal_memory.service.memory_service import MemoryService
@@ -370,7 +369,7 @@ def run_learn_bench(
         "agents": agents,
         "variants": {name: {s: _summary(rows.rows[name][s]) for s in SETS} for name in variants},
         "settings": {name: getattr(settings, name) for name in _REPORTED_SETTINGS},
-        "machine": f"{platform.machine()} {platform.system()}, Python {platform.python_version()}",
+        "machine": machine_line(),
     }
     if agents == 2:
         for name in variants:
@@ -379,7 +378,5 @@ def run_learn_bench(
             }
     report["after_feedback"] = _after_feedback(report["variants"])
     report["targets"] = targets(report)
-    if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    write_report(report, out)
     return report

@@ -19,8 +19,6 @@ alone, query embedding excluded.
 
 from __future__ import annotations
 
-import json
-import platform
 import tempfile
 import time
 from collections.abc import Callable
@@ -34,6 +32,7 @@ from tribal_memory.base.models import SearchFilters
 from tribal_memory.base.results import SearchMode
 from tribal_memory.bench.locomo_baselines import ConversationBaselines
 from tribal_memory.bench.metrics import hit_at, ndcg_at, percentile, recall_at, reciprocal_rank
+from tribal_memory.bench.report import machine_line, stderr_line, write_report
 from tribal_memory.documents.locomo import LocomoQuestion, LocomoSample, load_locomo
 from tribal_memory.embeddings.base import Embedder
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
@@ -158,7 +157,7 @@ def run_locomo_bench(
     """
     samples = load_locomo(path)[:limit_samples]
     overrides = settings_overrides or {}
-    emit = log or _stderr
+    emit = log or stderr_line
     rows: dict[str, list[dict[str, float]]] = {name: [] for name in (*VARIANTS, *BASELINES)}
     ingest_seconds = 0.0
     n_memories = 0
@@ -188,15 +187,7 @@ def run_locomo_bench(
             "neighbour_weight": settings.neighbour_weight,
             "candidate_pool": settings.candidate_pool,
         },
-        "machine": f"{platform.machine()} {platform.system()}, Python {platform.python_version()}",
+        "machine": machine_line(),
     }
-    if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    write_report(report, out)
     return report
-
-
-def _stderr(line: str) -> None:
-    import sys
-
-    print(line, file=sys.stderr, flush=True)
