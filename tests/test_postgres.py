@@ -41,10 +41,10 @@ from tribal_memory.base.db import (
     head_revision,
     make_engine,
     migrate,
-    read_generation,
 )
 from tribal_memory.base.errors import StoreUnavailable
 from tribal_memory.base.models import MemoryInput, MemoryPatch, SearchFilters
+from tribal_memory.base.sql import read_generation
 from tribal_memory.base.tables import Base, QueryCacheRow
 from tribal_memory.bench.server_process import ServerProcess, child_env, free_port, tribal_server
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
