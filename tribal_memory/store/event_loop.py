@@ -36,6 +36,18 @@ class EventLoop:
         """Schedule ``coroutine``; its result (or exception) arrives in the future."""
         return asyncio.run_coroutine_threadsafe(coroutine, self.loop)
 
+    def run(self, action: str, awaitable: Awaitable[_T]) -> _T:
+        """Await ``awaitable`` on the loop and block until its result is in.
+
+        Args:
+            action: What the call does, for the error message ("read", "write").
+            awaitable: A LanceDB call (or a coroutine of several).
+
+        Raises:
+            StoreUnavailable: LanceDB or Arrow raised (see :func:`translated`).
+        """
+        return self.submit(translated(action, awaitable)).result()
+
 
 _LOOP: EventLoop | None = None
 _LOOP_LOCK = threading.Lock()

@@ -23,6 +23,8 @@ from tribal_memory.base.models import MEMORY_FIELDS, SHARED_OWNER, Memory, Searc
 from tribal_memory.embeddings.base import Vector
 from tribal_memory.store.base import ScoredMemory
 
+TABLE = "memories"
+"""Name of the memory table in the LanceDB database."""
 MODEL_KEY = b"tribal.embedding_model"
 DIM_KEY = b"tribal.embedding_dim"
 COLUMNS = MEMORY_FIELDS

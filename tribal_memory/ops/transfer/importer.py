@@ -27,6 +27,7 @@ from sqlalchemy.orm import Session
 
 from tribal_memory.base.errors import InvalidInput, TribalError
 from tribal_memory.base.models import Memory
+from tribal_memory.ops.transfer.reading import read_records
 from tribal_memory.ops.transfer.records import (
     EMBEDDED_COLUMNS,
     RELATIONS_TABLE,
@@ -36,7 +37,6 @@ from tribal_memory.ops.transfer.records import (
     RecordLimits,
     RowRecord,
     key_columns,
-    read_records,
     table_refs,
     transfer_tables,
 )
@@ -136,7 +136,7 @@ def import_source(
     Raises:
         InvalidInput: the file cannot be read, is not an export of a known
             version, or has a bad line (named; see
-            :func:`~tribal_memory.ops.transfer.records.read_records`); nothing written.
+            :func:`~tribal_memory.ops.transfer.reading.read_records`); nothing written.
         TooLarge: a memory over ``max_content_chars``; nothing written.
         StoreUnavailable / EmbeddingError: a write or re-embedding failed;
             what this import wrote is undone.

@@ -1,0 +1,273 @@
+"""Search paths of the LanceDB memory table: vector, full-text, listed ids and nearest.
+
+:class:`LanceSearch` is the part of
+:class:`~tribal_memory.store.lancedb.LanceMemoryStore` that answers queries;
+the store delegates its search methods to it. Vector search uses cosine
+distance, exact or on the IVF index (:class:`~.lance_index.AnnIndex` decides);
+full-text search uses LanceDB's BM25 index on ``content``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Sequence
+from concurrent.futures import Future
+
+import numpy as np
+import pyarrow as pa
+from lancedb.query import AsyncVectorQuery, MatchQuery
+from lancedb.table import AsyncTable
+
+from tribal_memory.base.errors import StoreUnavailable
+from tribal_memory.base.models import SearchFilters
+from tribal_memory.embeddings.base import Vector
+from tribal_memory.store.base import ScoredMemory
+from tribal_memory.store.event_loop import EventLoop, translated
+from tribal_memory.store.lance_index import AnnIndex
+from tribal_memory.store.lance_rows import COLUMNS, filter_sql, in_list, nearest_rows, scored
+from tribal_memory.store.recent import RecentRows, better, nearest_in, owners_only
+
+NEAREST_NPROBES = 2
+"""IVF partitions probed by :meth:`LanceSearch.nearest` (near-duplicate checks)."""
+
+
+class LanceSearch:
+    """The queries of one store handle over its table, run on the store's event loop.
+
+    Args:
+        table: The open memory table.
+        loop: The event loop every LanceDB call runs on.
+        ann: What the handle knows of the IVF index (shared with maintenance).
+        recent: Rows written since the last ``optimize()`` (shared with the writes).
+        write_lock: The store's write lock; :meth:`nearest` reads ``recent`` under it.
+        nprobes: IVF partitions searched per vector query once the index exists.
+    """
+
+    def __init__(
+        self,
+        table: AsyncTable,
+        loop: EventLoop,
+        ann: AnnIndex,
+        recent: RecentRows,
+        write_lock: threading.Lock,
+        *,
+        nprobes: int,
+    ) -> None:
+        self._table = table
+        self._loop = loop
+        self._ann = ann
+        self._recent = recent
+        self._write_lock = write_lock
+        self._nprobes = nprobes
+
+    def start_vector_search(
+        self,
+        vector: Vector,
+        filters: SearchFilters,
+        k: int,
+        *,
+        exact: bool = False,
+        passing: int | None = None,
+    ) -> Future[list[ScoredMemory]]:
+        """Start the top-``k`` cosine search for ``vector`` (shape ``(dim,)``); returns at once.
+
+        Exact when there is no IVF index, when fewer than
+        :data:`~.lance_index.EXACT_MAX_ROWS` rows pass ``filters`` (``passing``
+        when the caller counted them), or with ``exact``; otherwise the index
+        searched in ``nprobes`` partitions.
+
+        Returns:
+            A future whose ``result()`` is up to ``k`` memories with their
+            cosine similarity in [-1, 1], best first ([] when none pass), or
+            raises ``StoreUnavailable``.
+        """
+        where = filter_sql(filters)
+
+        async def search() -> list[ScoredMemory]:
+            indexed = not exact and await self._ann.use_for(self._table, where, passing)
+            table = await self._vector_query(vector, where, k, exact=not indexed).to_arrow()
+            return scored(table, "_distance", distance=True)
+
+        return self._loop.submit(translated("vector search", search()))
+
+    def nearest(
+        self, groups: Sequence[tuple[Vector, SearchFilters]]
+    ) -> list[list[tuple[str, float] | None]]:
+        """The nearest memory to each vector of each ``(vectors, filters)`` group, all at once.
+
+        The groups' queries run concurrently on the event loop and select ids
+        and distances only. On the IVF index only the ``NEAREST_NPROBES``
+        partitions closest to each vector are searched: a near-duplicate lies
+        next to its twin, so it is almost always there. When the rows outside
+        the index are exactly those this process wrote since the last
+        ``optimize()`` (:class:`RecentRows`), the query skips them and they
+        are compared in memory instead; otherwise LanceDB scans them itself.
+
+        Returns:
+            Per group, one ``(memory_id, cosine similarity in [-1, 1])`` per
+            row of its vectors (``(n, dim)``), None where no memory passes.
+
+        Raises:
+            StoreUnavailable: a query failed.
+        """
+        # Per group, the recent rows of its owners (None: LanceDB scans unindexed rows).
+        recent = self._recent_rows_of([filters for _, filters in groups])
+
+        async def search_all() -> list[pa.Table | None]:
+            searches = (
+                self._nearest(vectors, filters, fast=rows is not None)
+                for (vectors, filters), rows in zip(groups, recent, strict=True)
+            )
+            return list(await asyncio.gather(*searches))
+
+        tables = self._loop.run("vector search", search_all())
+        answers: list[list[tuple[str, float] | None]] = []
+        for table, (vectors, _), rows in zip(tables, groups, recent, strict=True):
+            found = nearest_rows(table, len(vectors))
+            if rows is not None and len(vectors) > 0:
+                found = better(found, nearest_in(vectors, *rows))
+            answers.append(found)
+        return answers
+
+    def score_ids(
+        self, vector: Vector, memory_ids: Sequence[str], filters: SearchFilters
+    ) -> list[ScoredMemory]:
+        """Cosine similarity in [-1, 1] of ``vector`` to each listed memory passing ``filters``.
+
+        Exact (no index). Ids not stored or not passing ``filters`` are
+        absent; best first; [] for no ids.
+
+        Raises:
+            StoreUnavailable: the query failed.
+        """
+        if not memory_ids:
+            return []
+        where = f"memory_id IN ({in_list(memory_ids)})"
+        extra = filter_sql(filters)
+        if extra:
+            where = f"({where}) AND ({extra})"
+        query = self._vector_query(vector, where, len(memory_ids), exact=True)
+        return scored(self._loop.run("vector search", query.to_arrow()), "_distance", distance=True)
+
+    def start_text_search(
+        self, query: str, filters: SearchFilters, k: int
+    ) -> Future[list[ScoredMemory]]:
+        """Start the top-``k`` BM25 search of ``query`` over ``content``; returns at once.
+
+        Returns:
+            A future whose ``result()`` is up to ``k`` memories with their raw
+            BM25 score (> 0, higher is better), best first; [] when nothing
+            matches or ``query`` is blank. It raises ``StoreUnavailable`` when
+            the search fails.
+        """
+        if not query.strip():
+            done: Future[list[ScoredMemory]] = Future()
+            done.set_result([])
+            return done
+        search = self._text_search(query, filter_sql(filters), k)
+        return self._loop.submit(translated("full-text search", search))
+
+    def start_text_scores(
+        self, query: str, filters: SearchFilters, k: int
+    ) -> Future[list[tuple[str, float]]]:
+        """Start a BM25 search answering ``[(memory_id, raw BM25 score)]``, best first.
+
+        The ranking of :meth:`start_text_search` without reading the
+        memories; [] when nothing matches or ``query`` is blank. The future
+        raises ``StoreUnavailable`` when the search fails.
+        """
+        if not query.strip():
+            done: Future[list[tuple[str, float]]] = Future()
+            done.set_result([])
+            return done
+        where = filter_sql(filters)
+
+        async def search() -> list[tuple[str, float]]:
+            builder = (
+                self._table.query()
+                .nearest_to_text(MatchQuery(query, "content"))  # type: ignore[call-arg]
+                .select(["memory_id", "_score"])
+                .limit(k)
+            )
+            if where:
+                builder = builder.where(where)
+            table = await builder.to_arrow()
+            ids = table.column("memory_id").to_pylist()
+            scores = table.column("_score").to_pylist()
+            return [(str(i), float(v)) for i, v in zip(ids, scores, strict=True)]
+
+        return self._loop.submit(translated("full-text search", search()))
+
+    def _vector_query(
+        self, vector: Vector, where: str | None, k: int, *, exact: bool
+    ) -> AsyncVectorQuery:
+        query = (
+            self._table.query()
+            .nearest_to(np.asarray(vector, dtype=np.float32))
+            .column("vector")
+            .distance_type("cosine")
+            .select([*COLUMNS, "_distance"])
+            .limit(k)
+        )
+        if exact:
+            query = query.bypass_vector_index()
+        elif self._ann.name is not None:
+            query = query.nprobes(self._nprobes)
+        return query.where(where) if where else query
+
+    def _recent_rows_of(
+        self, filters: Sequence[SearchFilters]
+    ) -> list[tuple[list[str], np.ndarray] | None]:
+        """Per filter, (ids, unit vectors) of the recent rows it admits, taken under the lock.
+
+        None for a filter on more than owners, and for all of them unless the
+        IVF index's unindexed rows are exactly the rows :attr:`_recent` holds.
+        """
+        with self._write_lock:
+            name = self._ann.name
+            if name is None:
+                return [None] * len(filters)
+            try:
+                stats = self._loop.run("index stats", self._table.index_stats(name))
+            except StoreUnavailable:  # e.g. another process rebuilt it under a new name
+                return [None] * len(filters)
+            if getattr(stats, "num_unindexed_rows", None) != len(self._recent):
+                return [None] * len(filters)
+            owners = [owners_only(f) for f in filters]
+            return [self._recent.matrices(o) if o is not None else None for o in owners]
+
+    async def _nearest(
+        self, vectors: Vector, filters: SearchFilters, *, fast: bool
+    ) -> pa.Table | None:
+        if len(vectors) == 0:
+            return None
+        where = filter_sql(filters)
+        matrix = np.asarray(vectors, dtype=np.float32)
+        indexed = fast or await self._ann.use_for(self._table, where, None)
+        query = (
+            self._table.query()
+            .nearest_to(matrix if len(matrix) > 1 else matrix[0])
+            .column("vector")
+            .distance_type("cosine")
+            .select(["memory_id", "_distance"])
+            .limit(1)
+        )
+        if not indexed:
+            query = query.bypass_vector_index()
+        else:
+            query = query.nprobes(NEAREST_NPROBES)
+            if fast:
+                query = query.fast_search()
+        return await (query.where(where) if where else query).to_arrow()
+
+    async def _text_search(self, query: str, where: str | None, k: int) -> list[ScoredMemory]:
+        builder = (
+            self._table.query()
+            .nearest_to_text(MatchQuery(query, "content"))  # type: ignore[call-arg]
+            .select([*COLUMNS, "_score"])
+            .limit(k)
+        )
+        if where:
+            builder = builder.where(where)
+        return scored(await builder.to_arrow(), "_score", distance=False)

@@ -1,0 +1,333 @@
+"""Upkeep of the LanceDB memory table: ``optimize()``, when it runs, health and copies.
+
+:class:`Upkeep` is the part of
+:class:`~tribal_memory.store.lancedb.LanceMemoryStore` that keeps the table
+fast: it counts the writes, starts ``optimize()`` on a background thread when
+they made it due (:class:`OptimizePolicy`), and reports what slows reads
+(:meth:`Upkeep.health`, :meth:`Upkeep.index_state`). :func:`copy_table`
+copies the table as of one version (backups).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+import lancedb
+import pyarrow as pa
+from lancedb.index import FTS
+from lancedb.table import AsyncTable
+
+from tribal_memory.base.errors import StoreUnavailable
+from tribal_memory.store.base import StoreCopy
+from tribal_memory.store.event_loop import EventLoop, public_message
+from tribal_memory.store.lance_index import AnnIndex, ann_state, has_index
+from tribal_memory.store.lance_rows import TABLE
+from tribal_memory.store.recent import RecentRows
+
+HEALTH_CHECK_WRITES = 50
+"""Writes between two reads of the table's fragment count (a few ms each)."""
+COPY_BATCH_ROWS = 2048
+"""Rows per batch :func:`copy_table` reads and writes."""
+logger = logging.getLogger("tribal_memory.store")
+
+
+@dataclass(frozen=True, slots=True)
+class OptimizePolicy:
+    """When ``optimize()`` runs by itself and what it keeps (see :class:`LanceMemoryStore`).
+
+    Attributes:
+        ann_index_min_rows: Row count at which the IVF_FLAT index is built.
+        every_rows: Least rows written between automatic runs.
+        growth: Fraction of the table written before the next automatic run,
+            unless ``interval_s`` passed since the last one.
+        interval_s: Seconds after the last run past which ``every_rows``
+            written rows suffice.
+        keep_versions_s: Table versions older than this (seconds) are removed.
+        small_fragments: Small fragments at which the automatic run is due
+            whatever the row count.
+    """
+
+    ann_index_min_rows: int
+    every_rows: int
+    growth: float
+    interval_s: float
+    keep_versions_s: int
+    small_fragments: int
+
+
+class Upkeep:
+    """Automatic and explicit ``optimize()`` of one store handle's table, and its diagnostics.
+
+    Args:
+        table: The open memory table.
+        loop: The event loop every LanceDB call runs on.
+        ann: What the handle knows of the IVF index (shared with the searches).
+        recent: Rows written since the last ``optimize()`` (shared with the writes).
+        write_lock: The store's write lock (held briefly for the bookkeeping).
+        rewrite_lock: The store's lock of updates and deletes, which
+            ``optimize()`` holds throughout (a compaction must not race a rewrite).
+        policy: When the automatic ``optimize()`` runs.
+    """
+
+    def __init__(
+        self,
+        table: AsyncTable,
+        loop: EventLoop,
+        ann: AnnIndex,
+        recent: RecentRows,
+        *,
+        write_lock: threading.Lock,
+        rewrite_lock: threading.Lock,
+        policy: OptimizePolicy,
+    ) -> None:
+        self._table = table
+        self._loop = loop
+        self._ann = ann
+        self._recent = recent
+        self._write_lock = write_lock
+        self._rewrite_lock = rewrite_lock
+        self._policy = policy
+        self._optimized_at = time.monotonic()
+        self._rows_since_optimize = 0
+        self._writes_since_check = 0
+        self._maintenance: threading.Thread | None = None
+        self._maintenance_lock = threading.Lock()
+        self._timer: threading.Timer | None = None
+        """A pending re-check of the automatic optimize (see :meth:`after_write`)."""
+
+    def note_rows(self, rows: int) -> None:
+        """Count ``rows`` rows written, updated or deleted; call it under the write lock."""
+        self._rows_since_optimize += rows
+
+    def after_write(self) -> None:
+        """Start the automatic ``optimize()`` in the background when a write made it due.
+
+        Due when enough rows were written (``every_rows``, and ``growth`` of
+        the table or ``interval_s`` since the last run: rows outside the
+        indexes slow every search), or, checked every ``HEALTH_CHECK_WRITES``
+        writes of any kind (capture, update, delete), when the table has
+        ``small_fragments`` small fragments: a few hundred one-row fragments
+        slow every search fivefold (issue 14) long before the row count calls
+        for a rebuild. The write that made it due has returned by then; see
+        :meth:`optimize` for what waits for it. When only the interval is
+        missing, a timer checks again once it has passed, so rows written
+        just before a store falls quiet (searches and feedback write nothing
+        here) are indexed all the same. A failed check is logged, not raised.
+        """
+        self._writes_since_check += 1
+        self._check_maintenance()
+
+    def wait(self, timeout_s: float | None = None) -> bool:
+        """Wait until no automatic ``optimize()`` runs; True when none is running now.
+
+        Args:
+            timeout_s: Longest wait in seconds (None: as long as it takes).
+        """
+        with self._maintenance_lock:
+            thread = self._maintenance
+        if thread is not None:
+            thread.join(timeout_s)
+            return not thread.is_alive()
+        return True
+
+    def close(self) -> None:
+        """Cancel a pending check and wait for a running automatic ``optimize()`` to finish."""
+        with self._maintenance_lock:
+            timer, self._timer = self._timer, None
+        if timer is not None:
+            timer.cancel()
+        self.wait()
+
+    def optimize(self) -> None:
+        """Fold new rows into the indexes, compact files, remove old versions; blocks.
+
+        Also builds the IVF_FLAT index once the table has
+        ``ann_index_min_rows`` rows, and rebuilds it when
+        :meth:`AnnIndex.retrain_due`. Searches and captures go on while it
+        runs: an append never conflicts with a compaction, and rows appended
+        meanwhile simply stay unindexed until the next run. Updates and
+        deletes wait for it (they rewrite fragments a compaction may be
+        rewriting). A crash in the middle loses nothing: each LanceDB commit
+        is atomic, and the files of an unfinished step are removed by a later
+        ``optimize()``.
+
+        Raises:
+            StoreUnavailable: a step failed (the steps before it stay done).
+        """
+        with self._rewrite_lock:
+            with self._write_lock:
+                written, folded = self._rows_since_optimize, self._recent.ids()
+            self._loop.run("optimize", self._optimize())
+            with self._write_lock:
+                self._rows_since_optimize = max(0, self._rows_since_optimize - written)
+                self._recent.drop(folded)
+                self._optimized_at = time.monotonic()
+
+    def index_state(self) -> dict[str, bool]:
+        """``{"fts": bool, "ann": bool}``: whether the BM25 and the IVF vector index exist.
+
+        Raises:
+            StoreUnavailable: the index list cannot be read.
+        """
+        indices = self._loop.run("read", self._table.list_indices())
+        return {"fts": has_index(indices, "FTS"), "ann": has_index(indices, "IVF")}
+
+    def ann_index_stats(self) -> dict[str, int] | None:
+        """The IVF index: ``{"trained_rows", "indexed_rows", "unindexed_rows", "segments"}``.
+
+        None while there is no IVF index. ``segments`` counts the parts a
+        query searches (one after a (re)build, one more per ``optimize()``
+        that folded rows in).
+
+        Raises:
+            StoreUnavailable: the index cannot be read.
+        """
+        name, trained = ann_state(self._loop.run("read", self._table.list_indices()))
+        if name is None:
+            return None
+        stats = self._loop.run("read", self._table.index_stats(name))
+        if stats is None:
+            return None
+        return {
+            "trained_rows": trained,
+            "indexed_rows": int(stats.num_indexed_rows),
+            "unindexed_rows": int(stats.num_unindexed_rows),
+            "segments": int(getattr(stats, "num_indices", 1) or 1),
+        }
+
+    def health(self) -> dict[str, int]:
+        """What slows reads: ``{"fragments", "small_fragments", "unindexed_rows", "versions"}``.
+
+        ``unindexed_rows``: the most rows any scalar or full-text index lacks
+        (rows written since the last ``optimize()``); ``versions``: table
+        versions kept on disk.
+
+        Raises:
+            StoreUnavailable: the table cannot be read.
+        """
+        stats: Any = self._loop.run("read", self._table.stats())  # a TypedDict in LanceDB 0.40
+        fragments = stats["fragment_stats"]
+        count, small = fragments["num_fragments"], fragments["num_small_fragments"]
+        unindexed = 0
+        for index in self._loop.run("read", self._table.list_indices()):
+            if str(index.index_type).upper().startswith("IVF"):
+                continue  # the vector index: searched exactly past it (see RecentRows)
+            found = self._loop.run("read", self._table.index_stats(index.name))
+            if found is not None:
+                unindexed = max(unindexed, int(found.num_unindexed_rows))
+        versions = len(self._loop.run("read", self._table.list_versions()))  # type: ignore[no-untyped-call]
+        return {
+            "fragments": int(count),
+            "small_fragments": int(small),
+            "unindexed_rows": unindexed,
+            "versions": versions,
+        }
+
+    def _check_maintenance(self) -> None:
+        """Start maintenance if due (see :meth:`after_write`); no write is counted."""
+        policy = self._policy
+        try:
+            since = time.monotonic() - self._optimized_at
+            enough_rows = self._rows_since_optimize >= policy.every_rows
+            due = enough_rows and (
+                since >= policy.interval_s
+                or self._rows_since_optimize
+                >= policy.growth * self._loop.run("count", self._table.count_rows())
+            )
+            if enough_rows and not due:
+                self._check_later(policy.interval_s - since)
+            if not due and self._writes_since_check >= HEALTH_CHECK_WRITES:
+                self._writes_since_check = 0
+                due = self.health()["small_fragments"] >= policy.small_fragments
+        except StoreUnavailable as exc:
+            logger.warning("automatic optimize check skipped: %s", exc.detail)
+            return
+        if due:
+            self._start_maintenance()
+
+    def _check_later(self, delay_s: float) -> None:
+        """Run the automatic-optimize check again in ``delay_s`` seconds (one timer at a time)."""
+        with self._maintenance_lock:
+            if self._timer is not None and self._timer.is_alive():
+                return
+            self._timer = threading.Timer(max(0.0, delay_s), self._check_maintenance)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def _start_maintenance(self) -> None:
+        """Run :meth:`optimize` on a maintenance thread unless one is running."""
+        with self._maintenance_lock:
+            if self._maintenance is not None and self._maintenance.is_alive():
+                return
+            self._maintenance = threading.Thread(
+                target=self._background_optimize, name="tribal-maintenance", daemon=True
+            )
+            self._maintenance.start()
+
+    def _background_optimize(self) -> None:
+        """The maintenance thread's body; a failure is logged and the next due write retries.
+
+        Another process optimising the same table at the same moment can make
+        LanceDB reject one commit; nothing written is lost by that (a commit is
+        atomic), so the thread logs it and ends.
+        """
+        started = time.perf_counter()
+        logger.info("store maintenance started")
+        try:
+            self.optimize()
+        except StoreUnavailable as exc:
+            logger.warning("store maintenance failed: %s", exc.detail)
+            return
+        logger.info("store maintenance finished in %.2f s", time.perf_counter() - started)
+
+    async def _optimize(self) -> None:
+        await self._ann.refit(self._table, self._policy.ann_index_min_rows)
+        keep = timedelta(seconds=self._policy.keep_versions_s)
+        await self._table.optimize(cleanup_older_than=keep)
+
+
+def copy_table(source_uri: str, target_uri: str) -> StoreCopy:
+    """Copy the memory table at ``source_uri`` as of its newest version into ``target_uri``.
+
+    A handle of its own reads the newest version (every acknowledged write
+    is in it: LanceDB commits a version before ``add`` returns) and pins it,
+    so later writes do not reach the copy; the rows go in batches of
+    ``COPY_BATCH_ROWS`` into a table of the same schema and model metadata
+    at ``target_uri``, whose full-text index is then built (the scalar
+    indexes are built when the copy is first opened).
+
+    Returns:
+        The version copied and the ids of the rows copied, in copy order.
+
+    Raises:
+        StoreUnavailable: the table cannot be read or the copy written.
+    """
+    try:
+        return _copy_table(source_uri, target_uri)
+    except Exception as exc:  # noqa: BLE001 - LanceDB/Arrow raise many types
+        raise StoreUnavailable(f"cannot copy the memory store: {public_message(exc)}") from exc
+
+
+def _copy_table(source_uri: str, target_uri: str) -> StoreCopy:
+    table = lancedb.connect(source_uri).open_table(TABLE)
+    version = int(table.version)
+    table.checkout(version)  # later writes by the server do not reach this handle
+    schema = table.schema
+    reader = table.search().select(list(schema.names)).limit(None).to_batches(COPY_BATCH_ROWS)
+    ids: list[str] = []
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        for batch in reader:
+            ids.extend(str(i) for i in batch.column("memory_id").to_pylist())
+            yield batch.select(schema.names)
+
+    data = pa.RecordBatchReader.from_batches(schema, batches())
+    copy = lancedb.connect(target_uri).create_table(TABLE, data=data, schema=schema)
+    copy.create_index("content", config=FTS(with_position=False))
+    return StoreCopy(version, ids)
