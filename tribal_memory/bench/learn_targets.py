@@ -2,7 +2,76 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal, NamedTuple
+
+
+class _Target(NamedTuple):
+    """One target: the learned variant's figure at ``metric`` against a bound.
+
+    ``against``: ``"plain+"`` (the plain variant's figure at ``metric`` plus
+    ``bound``), ``"plain*"`` (that figure times ``bound``) or ``"fixed"``
+    (``bound`` itself). ``optional``: checked only when both variants have
+    ``metric[0]``.
+    """
+
+    name: str
+    metric: tuple[str, ...]
+    against: Literal["plain+", "plain*", "fixed"]
+    bound: float
+    higher_is_better: bool = True
+    optional: bool = False
+
+
+_SESSION_FIRST: tuple[_Target, ...] = (
+    _Target("new: learned recall@10 >= plain + 0.05", ("new", "recall@10"), "plain+", 0.05),
+    _Target("repeat: learned recall@10 >= 0.95", ("repeat", "recall@10"), "fixed", 0.95),
+)
+"""Protocol ``feedback-half`` with session feedback: the first checks."""
+_PER_QUERY_FIRST: tuple[_Target, ...] = (
+    _Target("new: learned recall@10 >= plain + 0.02", ("new", "recall@10"), "plain+", 0.02),
+    _Target("new_fed: learned recall@10 >= plain + 0.10", ("new_fed", "recall@10"), "plain+", 0.10),
+    _Target(
+        "new_unfed: learned recall@10 >= plain - 0.005",
+        ("new_unfed", "recall@10"),
+        "plain+",
+        -0.005,
+    ),
+    _Target(
+        "repeat: used memories in the top 10 >= 0.99", ("repeat", "used_in_top10"), "fixed", 0.99
+    ),
+    _Target(
+        "reword: used memories in the top 10 >= 0.97", ("reword", "used_in_top10"), "fixed", 0.97
+    ),
+)
+"""Protocol ``feedback-half`` with per-query feedback: the first checks."""
+_FEEDBACK_HALF_LAST: tuple[_Target, ...] = (
+    _Target("new: false cache hits <= 1%", ("new", "false_hit_rate"), "fixed", 0.01, False),
+    _Target(
+        "other agent new_fed: learned recall@10 >= plain + 0.10",
+        ("other_agent", "new_fed", "recall@10"),
+        "plain+",
+        0.10,
+        optional=True,
+    ),
+    _Target("new: learned p50 <= 1.5 x plain p50", ("new", "p50_ms"), "plain*", 1.5, False),
+)
+"""Protocol ``feedback-half``, either feedback: the checks after the first."""
+_HELD_OUT: tuple[_Target, ...] = (
+    _Target(
+        "unseen phrasings: learned hit@5 >= plain + 0.10", ("new_fed", "hit@5"), "plain+", 0.10
+    ),
+    _Target(
+        "other facts: learned hit@5 >= plain - 0.005", ("new_unfed", "hit@5"), "plain+", -0.005
+    ),
+)
+"""Any other protocol."""
+
+
+def _at(variant: dict[str, Any], metric: tuple[str, ...]) -> Any:
+    value: Any = variant
+    for key in metric:
+        value = value[key]
+    return value
 
 
 def targets(report: dict[str, Any]) -> list[dict[str, Any]]:
@@ -14,71 +83,22 @@ def targets(report: dict[str, Any]) -> list[dict[str, Any]]:
     learned, plain = v.get("learned"), v.get("plain")
     if learned is None or plain is None:
         return []
-    checks: list[tuple[str, float | None, float, bool]] = []
-
-    def add(name: str, value: float | None, target: float, higher_is_better: bool = True) -> None:
-        met = value is not None and (value >= target if higher_is_better else value <= target)
-        checks.append((name, value, target, met))
-
-    def recall(variant: dict[str, Any], set_name: str) -> float:
-        return float(variant[set_name]["recall@10"])
-
-    if report["protocol"] == "feedback-half":
-        session = "session" in report["feedback"]
-        add(
-            "new: learned recall@10 >= plain + 0.05"
-            if session
-            else "new: learned recall@10 >= plain + 0.02",
-            recall(learned, "new"),
-            recall(plain, "new") + (0.05 if session else 0.02),
-        )
-        if session:
-            add("repeat: learned recall@10 >= 0.95", recall(learned, "repeat"), 0.95)
-        else:
-            add(
-                "new_fed: learned recall@10 >= plain + 0.10",
-                recall(learned, "new_fed"),
-                recall(plain, "new_fed") + 0.10,
-            )
-            add(
-                "new_unfed: learned recall@10 >= plain - 0.005",
-                recall(learned, "new_unfed"),
-                recall(plain, "new_unfed") - 0.005,
-            )
-            add(
-                "repeat: used memories in the top 10 >= 0.99",
-                learned["repeat"]["used_in_top10"],
-                0.99,
-            )
-            add(
-                "reword: used memories in the top 10 >= 0.97",
-                learned["reword"]["used_in_top10"],
-                0.97,
-            )
-        add("new: false cache hits <= 1%", learned["new"]["false_hit_rate"], 0.01, False)
-        if "other_agent" in learned and "other_agent" in plain:
-            add(
-                "other agent new_fed: learned recall@10 >= plain + 0.10",
-                learned["other_agent"]["new_fed"]["recall@10"],
-                plain["other_agent"]["new_fed"]["recall@10"] + 0.10,
-            )
-        add(
-            "new: learned p50 <= 1.5 x plain p50",
-            learned["new"]["p50_ms"],
-            1.5 * plain["new"]["p50_ms"],
-            False,
-        )
+    if report["protocol"] != "feedback-half":
+        checks = _HELD_OUT
+    elif "session" in report["feedback"]:
+        checks = _SESSION_FIRST + _FEEDBACK_HALF_LAST
     else:
-        add(
-            "unseen phrasings: learned hit@5 >= plain + 0.10",
-            learned["new_fed"]["hit@5"],
-            plain["new_fed"]["hit@5"] + 0.10,
-        )
-        add(
-            "other facts: learned hit@5 >= plain - 0.005",
-            learned["new_unfed"]["hit@5"],
-            plain["new_unfed"]["hit@5"] - 0.005,
-        )
-    return [
-        {"name": n, "value": val, "target": round(t, 4), "met": met} for n, val, t, met in checks
-    ]
+        checks = _PER_QUERY_FIRST + _FEEDBACK_HALF_LAST
+    rows: list[dict[str, Any]] = []
+    for check in checks:
+        if check.optional and not (check.metric[0] in learned and check.metric[0] in plain):
+            continue
+        value: float | None = _at(learned, check.metric)
+        target = check.bound
+        if check.against == "plain+":
+            target = _at(plain, check.metric) + check.bound
+        elif check.against == "plain*":
+            target = check.bound * _at(plain, check.metric)
+        met = value is not None and (value >= target if check.higher_is_better else value <= target)
+        rows.append({"name": check.name, "value": value, "target": round(target, 4), "met": met})
+    return rows

@@ -19,6 +19,9 @@ HTTP with a keep-alive client, after a warm-up:
 At the largest size, locust drives the server with concurrent clients. With
 ``profile``, the in-process search path at the smallest size is profiled with
 pyinstrument and the time split by where it goes.
+
+One size's figures are measured by :mod:`tribal_memory.bench.perf_size`; this
+module runs the sizes, checks the targets and writes the report.
 """
 
 from __future__ import annotations
@@ -28,39 +31,20 @@ import os
 import platform
 import shutil
 import tempfile
-import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import httpx
 import platformdirs
 
 from tribal_memory.base.config import Settings
 from tribal_memory.base.errors import InvalidInput
-from tribal_memory.base.models import SearchFilters
-from tribal_memory.bench.perf_baseline import PlainBaseline
-from tribal_memory.bench.perf_corpus import (
-    FILTER_OWNER,
-    Fact,
-    cached_embeddings,
-    generate,
-    questions,
-)
-from tribal_memory.bench.perf_feedback import after_feedback
-from tribal_memory.bench.perf_http import (
-    CAPTURE_BATCH,
-    SEARCH_K,
-    Log,
-    capture_figures,
-    load_corpus,
-    p50_p95,
-    search_figures,
-    timed,
-)
-from tribal_memory.bench.perf_server import ServerProcess, read_memory_mb, run_locust
-from tribal_memory.embeddings.base import Embedder, Vector
+from tribal_memory.bench.perf_corpus import FILTER_OWNER, generate, questions
+from tribal_memory.bench.perf_http import CAPTURE_BATCH, SEARCH_K, Log
+from tribal_memory.bench.perf_server import read_memory_mb
+from tribal_memory.bench.perf_size import measure_size
+from tribal_memory.embeddings.base import Embedder
 
 
 def default_cache_dir() -> Path:
@@ -95,152 +79,6 @@ def machine() -> dict[str, Any]:
             "above the core count inflates every figure"
         ),
     }
-
-
-def _measure_size(
-    n: int,
-    *,
-    embedder: Embedder,
-    options: dict[str, Any],
-    work_dir: Path,
-    concurrent: bool,
-    log: Log,
-) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    """Every figure for a store of ``n`` memories; returns (figures, locust results or None)."""
-    seed, samples, warmup = options["seed"], options["samples"], options["warmup"]
-    facts = generate(n, seed)
-    log(f"[{n}] corpus generated; embedding it (or reading the cache)")
-    vectors, from_cache = cached_embeddings(
-        facts,
-        embedder,
-        options["cache_dir"],
-        progress=lambda done, total: log(f"  embedded {done}/{total}"),
-    )
-    asked = questions(facts, max(50, min(samples, 500)), seed)
-    asked_owned = questions(facts, max(50, min(samples, 500)), seed, owner=FILTER_OWNER)
-    # Timed capture batches, plus a warm-up batch of each kind (see capture_vs_embed).
-    capture_batch = max(1, min(CAPTURE_BATCH, options["capture_n"] // 2))
-    capture_facts = generate(
-        options["capture_n"] + 2 * capture_batch,
-        seed + 1,
-        exclude=frozenset(f.content for f in facts),
-    )
-    data_dir = work_dir / f"data-{n}"
-    figures: dict[str, Any] = {"memories": n, "embeddings_from_cache": from_cache}
-    locust: dict[str, Any] | None = None
-    with (
-        ServerProcess(data_dir, work_dir / f"server-{n}.log") as server,
-        httpx.Client(base_url=server.base_url, timeout=600.0) as client,
-    ):
-        figures["rss_idle_mb"] = server.memory_mb().get("rss_mb")
-        ingest_s, curve = load_corpus(client, server, facts, vectors, embedder, log)
-        figures["ingest_s"] = round(ingest_s, 1)
-        figures["ingest_per_s"] = round(n / ingest_s, 1)
-        figures["rss_while_loading_mb"] = curve
-        log(f"[{n}] searching ({warmup} warm-up + {samples} timed, each kind)")
-        figures.update(
-            search_figures(client, embedder, asked, asked_owned, samples=samples, warmup=warmup)
-        )
-        log(f"[{n}] capture vs raw embedding ({len(capture_facts)} new facts, two kinds)")
-        figures.update(capture_figures(client, embedder, capture_facts, capture_batch))
-        if options["feedback_searches"]:
-            log(f"[{n}] after feedback ({options['feedback_searches']} searches with feedback)")
-            figures.update(
-                after_feedback(
-                    client,
-                    facts,
-                    searches=options["feedback_searches"],
-                    seed=seed,
-                    samples=samples,
-                    warmup=warmup,
-                    log=log,
-                )
-            )
-        if concurrent:
-            log(f"[{n}] locust: {options['clients']} clients for {options['locust_s']} s")
-            locust = run_locust(
-                server.base_url,
-                [q for q in asked if q != asked[0]],  # asked[0] is the cached query
-                work_dir,
-                clients=options["clients"],
-                seconds=options["locust_s"],
-            )
-            locust["memories"] = n
-        memory = server.memory_mb()
-        figures["rss_mb"] = memory.get("rss_mb")
-        figures["rss_peak_mb"] = memory.get("peak_mb")
-    log(f"[{n}] vector index recall against exact search")
-    figures.update(_ann_recall(data_dir, embedder, asked, asked_owned))
-    log(f"[{n}] baseline: numpy cosine + rank-bm25, in-process")
-    figures.update(_baseline(facts, vectors, embedder, asked, samples=samples, warmup=warmup))
-    figures["search_vs_baseline_p50"] = round(
-        figures["search_p50_ms"] / figures["baseline_search_p50_ms"], 3
-    )
-    figures["data_dir_mb"] = round(
-        sum(p.stat().st_size for p in data_dir.rglob("*") if p.is_file()) / 1024**2, 1
-    )
-    return figures, locust
-
-
-def _baseline(
-    facts: Sequence[Fact],
-    vectors: Vector,
-    embedder: Embedder,
-    asked: Sequence[str],
-    *,
-    samples: int,
-    warmup: int,
-) -> dict[str, Any]:
-    """Build time (s) and search latency (ms) of the in-process plain baseline."""
-    started = time.perf_counter()
-    baseline = PlainBaseline([f.content for f in facts], vectors, embedder)
-    figures: dict[str, Any] = {"baseline_build_s": round(time.perf_counter() - started, 2)}
-    baseline_samples = samples if len(facts) <= 20_000 else max(20, samples // 5)
-
-    def baseline_search(query: str) -> object:
-        return baseline.search(query, SEARCH_K)
-
-    timed(baseline_search, asked, min(warmup, 5))
-    times = timed(baseline_search, asked, baseline_samples)
-    figures["baseline_search_p50_ms"], figures["baseline_search_p95_ms"] = p50_p95(times)
-    return figures
-
-
-def _ann_recall(
-    data_dir: Path, embedder: Embedder, asked: Sequence[str], asked_owned: Sequence[str]
-) -> dict[str, Any]:
-    """recall@10 of the server's vector search against exact search over the same store.
-
-    Opens the stopped server's data dir with the default settings and
-    compares, per question (at most 100 of each kind), the ids of
-    ``vector_search`` with those of ``vector_search(exact=True)``; with no IVF
-    index yet both are exact and recall is 1.0.
-    """
-    from tribal_memory.service.memory_service import MemoryService
-    from tribal_memory.store.lancedb import LanceMemoryStore
-
-    found: dict[str, Any] = {}
-    with MemoryService(Settings(data_dir=data_dir), embedder=embedder) as service:
-        store = service.store
-        # The IVF index and exact search are LanceDB's: this measures that store.
-        assert isinstance(store, LanceMemoryStore)
-        found["ann_index"] = store.index_state()["ann"]
-        ann = store.ann_index_stats()
-        found["ann_segments"] = ann["segments"] if ann is not None else None
-        for name, queries, filters in (
-            ("ann_recall_at_10", asked, SearchFilters()),
-            ("ann_recall_at_10_filtered", asked_owned, SearchFilters(owner=FILTER_OWNER)),
-        ):
-            recalls = []
-            for query in queries[:100]:
-                vector = embedder.embed(query, query=True)
-                found_ids = store.vector_search(vector, filters, SEARCH_K)
-                approx = {s.memory.memory_id for s in found_ids}
-                truth = store.vector_search(vector, filters, SEARCH_K, exact=True)
-                exact = {s.memory.memory_id for s in truth}
-                recalls.append(len(approx & exact) / max(1, len(exact)))
-            found[name] = round(sum(recalls) / max(1, len(recalls)), 4)
-    return found
 
 
 def _settings_report(options: dict[str, Any], model_id: str) -> dict[str, Any]:
@@ -301,6 +139,50 @@ def targets(report: dict[str, Any]) -> list[dict[str, Any]]:
     if concurrent:
         add("concurrent errors", concurrent["errors"], 0)
     return rows
+
+
+def _measure_sizes(
+    report: dict[str, Any],
+    sizes: Sequence[int],
+    *,
+    embedder: Embedder,
+    options: dict[str, Any],
+    profile: Path | None,
+    log: Log,
+) -> None:
+    """Measure each size, smallest first, into ``report``'s ``sizes`` and ``concurrent``.
+
+    Locust runs at the largest size (when ``options["clients"]`` > 0); with
+    ``profile``, the in-process search path is profiled at the smallest into
+    ``report["profile"]``. Each size's data dir is removed once measured.
+    """
+    ordered = sorted(set(sizes))
+    seed, samples = options["seed"], options["samples"]
+    work_dir = Path(tempfile.mkdtemp(prefix="tribal-perf-"))
+    try:
+        for n in ordered:
+            figures, locust = measure_size(
+                n,
+                embedder=embedder,
+                options=options,
+                work_dir=work_dir,
+                concurrent=options["clients"] > 0 and n == ordered[-1],
+                log=log,
+            )
+            report["sizes"][str(n)] = figures
+            if locust is not None:
+                report["concurrent"] = locust
+            if profile is not None and n == ordered[0]:
+                log(f"[{n}] profiling the in-process search path")
+                from tribal_memory.bench.perf_profile import profile_search
+
+                asked = questions(generate(n, seed), max(50, min(samples, 500)), seed)
+                report["profile"] = profile_search(
+                    work_dir / f"data-{n}", embedder, asked, samples, profile
+                )
+            shutil.rmtree(work_dir / f"data-{n}", ignore_errors=True)
+    finally:
+        shutil.rmtree(work_dir, ignore_errors=True)
 
 
 def run_perf_bench(
@@ -375,32 +257,7 @@ def run_perf_bench(
     report["settings"] = _settings_report(options, embedder.model_id)
     report["sizes"] = {}
     report["concurrent"] = None
-    ordered = sorted(set(sizes))
-    work_dir = Path(tempfile.mkdtemp(prefix="tribal-perf-"))
-    try:
-        for n in ordered:
-            figures, locust = _measure_size(
-                n,
-                embedder=embedder,
-                options=options,
-                work_dir=work_dir,
-                concurrent=clients > 0 and n == ordered[-1],
-                log=say,
-            )
-            report["sizes"][str(n)] = figures
-            if locust is not None:
-                report["concurrent"] = locust
-            if profile is not None and n == ordered[0]:
-                say(f"[{n}] profiling the in-process search path")
-                from tribal_memory.bench.perf_profile import profile_search
-
-                asked = questions(generate(n, seed), max(50, min(samples, 500)), seed)
-                report["profile"] = profile_search(
-                    work_dir / f"data-{n}", embedder, asked, samples, profile
-                )
-            shutil.rmtree(work_dir / f"data-{n}", ignore_errors=True)
-    finally:
-        shutil.rmtree(work_dir, ignore_errors=True)
+    _measure_sizes(report, sizes, embedder=embedder, options=options, profile=profile, log=say)
     report["bench_process_peak_rss_mb"] = read_memory_mb(os.getpid()).get("peak_mb")
     report["load_avg_1_5_15_at_end"] = [round(x, 2) for x in os.getloadavg()]
     report["targets"] = targets(report)

@@ -42,7 +42,7 @@ from tribal_memory.base.errors import InvalidInput
 from tribal_memory.base.models import Memory, SearchFilters
 from tribal_memory.base.results import Hit
 from tribal_memory.documents.tokens import count_tokens
-from tribal_memory.interfaces.tools import line_span, memory_path
+from tribal_memory.interfaces.tool_paths import line_span, memory_path
 from tribal_memory.service.memory_service import MemoryService
 
 BLOCK_TAG = "knowledge-graph"

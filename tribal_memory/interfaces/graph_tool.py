@@ -33,7 +33,8 @@ from tribal_memory.base.errors import InvalidInput
 from tribal_memory.base.graph import Near, Traversal
 from tribal_memory.base.models import Memory, SearchFilters
 from tribal_memory.interfaces.tool_args import MemoryGraphIn, count
-from tribal_memory.interfaces.tools import SNIPPET_MAX_CHARS, memory_path
+from tribal_memory.interfaces.tool_paths import memory_path
+from tribal_memory.interfaces.tools import SNIPPET_MAX_CHARS
 from tribal_memory.service.memory_service import MemoryService
 
 DEFAULT_MAX_RESULTS = 10

@@ -56,20 +56,20 @@ are the lines of its content. A chunk of an ingested document (kind
 1-based and inclusive) has the document's path (its ``source``) and those
 lines; ``memory_get`` of a document path reassembles the document from the
 chunks the caller can see (:func:`document_lines`).
+
+``memory_search``, ``memory_feedback``, ``memory_capture`` and :func:`call_tool`
+live here; the paths and citations in :mod:`tribal_memory.interfaces.tool_paths`,
+``memory_get`` and the reassembly of documents in
+:mod:`tribal_memory.interfaces.tool_read`. Their public names are importable
+from this module too.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tribal_memory.base.errors import (
-    EmbeddingError,
-    InvalidInput,
-    NotFound,
-    StoreUnavailable,
-)
+from tribal_memory.base.errors import EmbeddingError, InvalidInput, StoreUnavailable
 from tribal_memory.base.models import SHARED_OWNER, Memory, MemoryInput, SearchFilters
 from tribal_memory.base.results import Hit
 from tribal_memory.interfaces.tool_args import (
@@ -79,6 +79,22 @@ from tribal_memory.interfaces.tool_args import (
     MemorySearchIn,
     count,
     parse,
+)
+from tribal_memory.interfaces.tool_paths import (
+    MEMORY_DIR,
+    citation,
+    line_span,
+    memory_path,
+    normalize_path,
+    split_citation,
+)
+from tribal_memory.interfaces.tool_read import (
+    MAX_DOCUMENT_CHUNKS,
+    READ_DEFAULT_LINES,
+    READ_MAX_CHARS,
+    document_lines,
+    memory_get,
+    read_window,
 )
 from tribal_memory.service.memory_service import MemoryService
 
@@ -90,80 +106,34 @@ DEFAULT_MIN_SCORE = 0.35
 """``minScore`` when the call leaves it out (OpenClaw's default)."""
 PROVIDER = "tribal-memory"
 """The ``provider`` reported by ``memory_search``."""
-MEMORY_DIR = "memory/"
-"""Prefix of the virtual path of a memory: ``memory/<memory_id>.md``."""
-READ_DEFAULT_LINES = 120
-"""Lines ``memory_get`` returns when the call gives no ``lines`` (memory-core's window)."""
-READ_MAX_CHARS = 12_000
-"""Most characters of text ``memory_get`` returns (memory-core's budget)."""
-MAX_DOCUMENT_CHUNKS = 10_000
-"""Most chunks read to reassemble one document for ``memory_get``."""
 TOOL_NAMES: tuple[str, ...] = ("memory_search", "memory_get", "memory_feedback", "memory_capture")
 """The tools :func:`call_tool` serves."""
 
-_MEMORY_PATH = re.compile(r"^memory/([0-9a-fA-F-]{36})\.md$")
-_LINE_ANCHOR = re.compile(r"#L(\d+)(?:-L(\d+))?$")
-
-
-# -- paths ----------------------------------------------------------------------------
-
-
-def _line_metadata(memory: Memory) -> tuple[int, int] | None:
-    """The chunk's (start_line, end_line) from its metadata, if both are sane integers."""
-    start, end = memory.metadata.get("start_line"), memory.metadata.get("end_line")
-    if type(start) is int and type(end) is int and 1 <= start <= end:
-        return start, end
-    return None
-
-
-def _is_document_chunk(memory: Memory) -> bool:
-    return memory.kind == "chunk" and bool(memory.source) and _line_metadata(memory) is not None
-
-
-def memory_path(memory: Memory) -> str:
-    """The virtual path of a memory.
-
-    Its document's path for a document chunk, else ``memory/<memory_id>.md``.
-    """
-    if _is_document_chunk(memory):
-        assert memory.source is not None  # checked by _is_document_chunk
-        return memory.source
-    return f"{MEMORY_DIR}{memory.memory_id}.md"
-
-
-def line_span(memory: Memory) -> tuple[int, int]:
-    """1-based inclusive (start, end) lines of the memory within its :func:`memory_path`."""
-    if _is_document_chunk(memory):
-        span = _line_metadata(memory)
-        assert span is not None  # checked by _is_document_chunk
-        return span
-    return 1, len(memory.content.split("\n"))
-
-
-def citation(path: str, start: int, end: int) -> str:
-    """``"<path>#L<start>-L<end>"``, or ``"<path>#L<start>"`` for one line (as memory-core)."""
-    return f"{path}#L{start}" if start == end else f"{path}#L{start}-L{end}"
-
-
-def split_citation(text: str) -> tuple[str, tuple[int, int] | None]:
-    """A path as an agent may cite it: the plain path and the cited lines, if any.
-
-    Strips surrounding space, a leading ``Source:`` and a trailing
-    ``#L<a>[-L<b>]`` anchor (returned as ``(a, b)``), so a citation works
-    wherever a path does.
-    """
-    path = text.strip()
-    if path.lower().startswith("source:"):
-        path = path[len("source:") :].strip()
-    anchor = _LINE_ANCHOR.search(path)
-    if anchor is None:
-        return path, None
-    start = int(anchor.group(1))
-    end = int(anchor.group(2)) if anchor.group(2) else start
-    return path[: anchor.start()], (min(start, end), max(start, end))
-
-
-# -- the tools ----------------------------------------------------------------------------
+__all__ = [
+    "DEFAULT_MAX_RESULTS",
+    "DEFAULT_MIN_SCORE",
+    "MAX_DOCUMENT_CHUNKS",
+    "MEMORY_DIR",
+    "PROVIDER",
+    "READ_DEFAULT_LINES",
+    "READ_MAX_CHARS",
+    "SNIPPET_MAX_CHARS",
+    "TOOL_NAMES",
+    "call_tool",
+    "capture_answer",
+    "citation",
+    "document_lines",
+    "line_span",
+    "memory_capture",
+    "memory_feedback",
+    "memory_get",
+    "memory_path",
+    "memory_search",
+    "normalize_path",
+    "read_window",
+    "split_citation",
+    "unavailable_answer",
+]
 
 
 def memory_search(
@@ -281,231 +251,6 @@ def unavailable_answer(
         "warning": warning,
         "action": action,
     }
-
-
-def normalize_path(path: str) -> str | None:
-    """A path as an agent may write it, in the form results carry; None when it escapes.
-
-    Strips a citation (see :func:`split_citation`), turns backslashes into
-    slashes, and drops empty and ``.`` segments; ``..`` takes back the
-    segment before it. A leading ``/`` is dropped (paths are relative to the
-    workspace).
-
-    Returns:
-        The normalised path (``""`` for an empty one), or None when ``..``
-        climbs out of the workspace.
-    """
-    plain, _ = split_citation(path)
-    parts: list[str] = []
-    for part in plain.replace("\\", "/").split("/"):
-        if part in ("", "."):
-            continue
-        if part == "..":
-            if not parts:
-                return None
-            parts.pop()
-            continue
-        parts.append(part)
-    return "/".join(parts)
-
-
-def memory_get(service: MemoryService, args: MemoryGetIn, *, owner: str | None) -> dict[str, Any]:
-    """The text at a virtual path, a window of lines of it (see the module docstring).
-
-    Args:
-        service: The memory service read.
-        args: The parsed arguments: ``from`` a 1-based line, ``lines`` a count.
-        owner: The caller (None: every owner).
-
-    Returns:
-        ``{status: "ok", text, path, from, lines, truncated?, nextFrom?}``;
-        ``{status: "not_found", text: "", path}`` for an unknown or invisible
-        path; ``{status: "error", text: "", path, code, error}`` for a path
-        outside the workspace or a failed store.
-    """
-    raw = args.path
-    first = count(args.from_, 1)
-    lines_wanted = count(args.lines, READ_DEFAULT_LINES)
-    corpus = args.corpus
-    path = normalize_path(raw)
-    if path is None or not path:
-        return {
-            "status": "error",
-            "text": "",
-            "path": raw,
-            "code": "MEMORY_PATH_NOT_ALLOWED",
-            "error": "path must be a relative path inside the memory workspace",
-        }
-    not_found = {"status": "not_found", "text": "", "path": path}
-    if corpus == "wiki":
-        return not_found
-    try:
-        lines = _lines_at(service, path, owner)
-    except (StoreUnavailable, EmbeddingError) as exc:
-        return {
-            "status": "error",
-            "text": "",
-            "path": path,
-            "code": "MEMORY_READ_FAILED",
-            "error": exc.detail,
-        }
-    if not lines:
-        return not_found
-    return read_window(lines, path, first, lines_wanted)
-
-
-def read_window(
-    lines: Sequence[str], path: str, first: int, count: int, max_chars: int = READ_MAX_CHARS
-) -> dict[str, Any]:
-    """``count`` lines from line ``first`` (1-based) of ``lines``, within ``max_chars``.
-
-    Whole lines are kept while they fit (one line at least, cut to
-    ``max_chars`` if it alone is longer). When lines remain past the window,
-    the answer has ``truncated: true``, ``nextFrom`` (the line to read next;
-    absent when a single line had to be cut) and a continuation notice
-    appended to a non-empty ``text``.
-
-    Returns:
-        ``{status: "ok", text, path, from, lines, truncated?, nextFrom?}``;
-        ``lines`` is how many lines ``text`` holds.
-    """
-    selected = list(lines[first - 1 : first - 1 + count])
-    more_after = first - 1 + len(selected) < len(lines)
-    kept, size = 0, 0
-    for line in selected:
-        grown = size + len(line) + (1 if kept else 0)
-        if kept and grown > max_chars:
-            break
-        kept, size = kept + 1, grown
-    cut_line = size > max_chars
-    text = "\n".join(selected[:kept])[:max_chars]
-    truncated = cut_line or kept < len(selected) or more_after
-    next_from = None if cut_line or not (more_after or kept < len(selected)) else first + kept
-    if truncated and text:
-        notice = (
-            f"[More content available. Use from={next_from} to continue.]"
-            if next_from is not None
-            else "[More content available. This line is longer than the read limit.]"
-        )
-        text = f"{text}\n\n{notice}"
-    answer: dict[str, Any] = {"status": "ok", "text": text, "path": path, "from": first}
-    answer["lines"] = kept
-    if truncated:
-        answer["truncated"] = True
-    if next_from is not None:
-        answer["nextFrom"] = next_from
-    return answer
-
-
-def _lines_at(service: MemoryService, path: str, owner: str | None) -> list[str]:
-    """Lines of the memory or document at ``path`` ([] when there is none)."""
-    match = _MEMORY_PATH.match(path)
-    if match is not None:
-        try:
-            return service.get(match.group(1).lower(), owner=owner).content.split("\n")
-        except NotFound:
-            pass  # maybe a document that happens to be named like a memory
-    if not path:
-        return []
-    chunks = service.list_memories(
-        SearchFilters(owner=owner, kinds=("chunk",), sources=(path,)), limit=MAX_DOCUMENT_CHUNKS
-    )
-    return document_lines(chunks, owner)
-
-
-def document_lines(chunks: Sequence[Memory], owner: str | None) -> list[str]:
-    """A document's lines reassembled from its chunks, 1-based line n at index n-1.
-
-    Only chunks with line metadata count. When several owners' chunks of the
-    path are visible, one owner's are used: the caller's own, else
-    ``shared``, else the first owner by name. Chunks are read in
-    ``chunk_index`` order and merged by line number: a line a chunk holds
-    whole (any line but its first and last) is taken as it is; a line only
-    held in pieces (chunks start or end inside it) is joined from its pieces
-    in chunk order, the words two pieces overlap on counted once. A chunk's first line lacks
-    its leading indentation unless another chunk holds the line whole. The
-    lines of headings with no text under them (a document's ``# Title``) come
-    from the ``heading_lines`` metadata of the chunk after them; other lines
-    no chunk covers (blank lines) are empty.
-
-    Returns:
-        The lines; [] when no chunk has line metadata.
-    """
-    usable = [c for c in chunks if _line_metadata(c) is not None]
-    if not usable:
-        return []
-    owners = {c.owner for c in usable}
-    chosen = owner if owner in owners else SHARED_OWNER if SHARED_OWNER in owners else min(owners)
-    mine = sorted(
-        (c for c in usable if c.owner == chosen),
-        key=lambda c: (c.chunk_index if c.chunk_index is not None else 0, _line_metadata(c)),
-    )
-    whole: dict[int, str] = {}
-    parts: dict[int, list[str]] = {}  # pieces of lines chunks start or end inside, in order
-    last = 0
-    for chunk in mine:
-        for number, text in _heading_lines(chunk):
-            whole.setdefault(number, text)
-            last = max(last, number)
-        span = _line_metadata(chunk)
-        assert span is not None  # filtered above
-        start, end = span
-        texts = chunk.content.split("\n")
-        if len(texts) != end - start + 1:
-            continue  # metadata that does not fit the content: skip rather than misplace
-        last = max(last, end)
-        for number, text in enumerate(texts, start):
-            if start < number < end:
-                whole.setdefault(number, text)
-            else:
-                parts.setdefault(number, []).append(text)
-    lines: list[str] = []
-    for number in range(1, last + 1):
-        if number in whole:
-            lines.append(whole[number])
-        else:
-            pieces = parts.get(number, [""])
-            line = pieces[0]
-            for piece in pieces[1:]:
-                line = _join(line, piece)
-            lines.append(line)
-    return lines
-
-
-def _heading_lines(chunk: Memory) -> list[tuple[int, str]]:
-    """The ``heading_lines`` metadata of a chunk: ``[[line, text], ...]``, sane pairs only."""
-    value = chunk.metadata.get("heading_lines")
-    if not isinstance(value, list):
-        return []
-    return [
-        (pair[0], pair[1])
-        for pair in value
-        if isinstance(pair, list)
-        and len(pair) == 2
-        and type(pair[0]) is int
-        and pair[0] >= 1
-        and isinstance(pair[1], str)
-    ]
-
-
-def _join(left: str, right: str) -> str:
-    """Two pieces of one line, joined in order.
-
-    The longest whole-word overlap of the end of ``left`` with the start of
-    ``right`` is counted once; without one, they are joined by a space.
-    """
-    if not right or right in left:
-        return left
-    if not left or left.strip() in right and right.startswith(left.strip()):
-        return left[: len(left) - len(left.lstrip())] + right
-    for size in range(min(len(left), len(right)), 0, -1):
-        if (
-            left.endswith(right[:size])
-            and (size == len(right) or right[size].isspace())
-            and (size == len(left) or left[-size - 1].isspace())
-        ):
-            return left + right[size:]
-    return f"{left} {right}"
 
 
 def memory_feedback(

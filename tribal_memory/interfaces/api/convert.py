@@ -7,22 +7,22 @@ import msgspec
 from tribal_memory.base.graph import Neighbor, Relation
 from tribal_memory.base.models import CaptureResult, Memory, StoreStats
 from tribal_memory.base.results import Anchor, ChunkContext, FeedbackResult, Hit, SearchResult
+from tribal_memory.interfaces.api.learned_schemas import AnchorOut, FeedbackOut
+from tribal_memory.interfaces.api.relation_schemas import NeighborOut, RelationOut
 from tribal_memory.interfaces.api.schemas import (
-    AnchorOut,
     CaptureOut,
     ChunkContextOut,
-    CurvePointOut,
-    FeedbackOut,
     HitOut,
-    ImportOut,
     MemoryOut,
-    NeighborOut,
-    RelationOut,
-    RetrievalStatsOut,
     SearchOut,
+)
+from tribal_memory.interfaces.api.stats_schemas import (
+    CurvePointOut,
+    RetrievalStatsOut,
     StatsOut,
     UsageOut,
 )
+from tribal_memory.interfaces.api.transfer_schemas import ImportOut
 from tribal_memory.learned.stats import RetrievalStats, UsageCounts
 from tribal_memory.ops.transfer import ImportResult
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import msgspec
 
-from tribal_memory.interfaces.api.schemas import MemoryOut, RelateRequest, RelationOut, _Request
+from tribal_memory.interfaces.api.relation_schemas import RelateRequest, RelationOut
+from tribal_memory.interfaces.api.schemas import MemoryOut, _Request
 
 
 class CommonNeighborOut(msgspec.Struct):

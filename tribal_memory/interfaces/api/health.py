@@ -7,7 +7,7 @@ from litestar import get
 from tribal_memory import __version__
 from tribal_memory.interfaces.api.auth import PUBLIC
 from tribal_memory.interfaces.api.deps import Service
-from tribal_memory.interfaces.api.schemas import HealthOut
+from tribal_memory.interfaces.api.stats_schemas import HealthOut
 
 
 @get("/health", sync_to_thread=False, tags=["health"], opt=PUBLIC)

@@ -21,7 +21,7 @@ from tribal_memory.interfaces.api.auth import CallerDep, OwnerScope
 from tribal_memory.interfaces.api.convert import anchor_out, feedback_out
 from tribal_memory.interfaces.api.deps import Service
 from tribal_memory.interfaces.api.errors import error_responses
-from tribal_memory.interfaces.api.schemas import (
+from tribal_memory.interfaces.api.learned_schemas import (
     AnchorOut,
     AnchorRequest,
     AnchorsOut,

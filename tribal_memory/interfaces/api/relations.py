@@ -16,7 +16,7 @@ from tribal_memory.interfaces.api.deps import Service
 from tribal_memory.interfaces.api.errors import error_responses
 from tribal_memory.interfaces.api.graph import BlockQuery, TypesQuery, comma_list
 from tribal_memory.interfaces.api.graph_schemas import RelateBatchOut, RelateBatchRequest
-from tribal_memory.interfaces.api.schemas import (
+from tribal_memory.interfaces.api.relation_schemas import (
     NeighborsOut,
     RelateRequest,
     RelationKey,

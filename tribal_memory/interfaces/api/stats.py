@@ -13,7 +13,7 @@ from tribal_memory.interfaces.api.auth import CallerDep
 from tribal_memory.interfaces.api.convert import retrieval_stats_out, stats_out
 from tribal_memory.interfaces.api.deps import Service
 from tribal_memory.interfaces.api.errors import error_responses
-from tribal_memory.interfaces.api.schemas import RetrievalStatsOut, StatsOut
+from tribal_memory.interfaces.api.stats_schemas import RetrievalStatsOut, StatsOut
 
 
 @get("/v1/stats", sync_to_thread=True, tags=["stats"], responses=error_responses(403, 503))
@@ -56,7 +56,7 @@ def retrieval_stats(
     """Usage per A/B variant, cache hit rate, expansion lift and a learning curve.
 
     Rates are shares in [0, 1] (0.0 over no retrievals); see
-    :class:`~tribal_memory.interfaces.api.schemas.RetrievalStatsOut` for each field.
+    :class:`~tribal_memory.interfaces.api.stats_schemas.RetrievalStatsOut` for each field.
 
     Raises:
         InvalidInput: 400, an unknown bucket or a ``since`` without a time zone.

@@ -19,7 +19,7 @@ from tribal_memory.interfaces.api.browser import BODY_MEDIA_TYPES_OPT
 from tribal_memory.interfaces.api.convert import import_out
 from tribal_memory.interfaces.api.deps import Service
 from tribal_memory.interfaces.api.errors import error_responses
-from tribal_memory.interfaces.api.schemas import ImportOut
+from tribal_memory.interfaces.api.transfer_schemas import ImportOut
 from tribal_memory.ops.transfer import MEDIA_TYPE
 
 IMPORT_MEDIA_TYPES = (MEDIA_TYPE, "application/jsonl", "application/json")
