@@ -26,7 +26,6 @@ module runs the sizes, checks the targets and writes the report.
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import shutil
@@ -44,6 +43,7 @@ from tribal_memory.bench.perf_corpus import FILTER_OWNER, generate, questions
 from tribal_memory.bench.perf_http import CAPTURE_BATCH, SEARCH_K, Log
 from tribal_memory.bench.perf_server import read_memory_mb
 from tribal_memory.bench.perf_size import measure_size
+from tribal_memory.bench.report import write_report
 from tribal_memory.embeddings.base import Embedder
 
 
@@ -262,9 +262,7 @@ def run_perf_bench(
     report["load_avg_1_5_15_at_end"] = [round(x, 2) for x in os.getloadavg()]
     report["targets"] = targets(report)
     report["command"] = command
-    if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(report, indent=2) + "\n")
+    write_report(report, out)
     return report
 
 
