@@ -217,7 +217,7 @@ def memory_search(
             query,
             k=k,
             filters=SearchFilters(owner=owner),
-            mode="hybrid",
+            mode=args.mode or "hybrid",
             min_score=min_score,
             learner=learner,
             session_id=session_id,
@@ -231,6 +231,8 @@ def memory_search(
         "mode": "vector-only" if result.fallback is not None else "hybrid",
         "citations": mode,
         "retrievalId": result.retrieval_id,
+        "searchMode": result.mode,
+        "modeReason": result.mode_reason,
     }
 
 
