@@ -224,16 +224,17 @@ def memory_search(
         )
     except (StoreUnavailable, EmbeddingError) as exc:
         return unavailable_answer(exc.detail)
-    return {
+    answer = {
         "results": [_search_result(hit, cite=mode != "off") for hit in result.hits],
         "provider": PROVIDER,
         "model": service.embedder.model_id,
         "mode": "vector-only" if result.fallback is not None else "hybrid",
         "citations": mode,
         "retrievalId": result.retrieval_id,
-        "searchMode": result.mode,
-        "modeReason": result.mode_reason,
     }
+    if args.mode is not None:  # memory-core's answer unchanged unless a mode was asked for
+        answer |= {"searchMode": result.mode, "modeReason": result.mode_reason}
+    return answer
 
 
 def _search_result(hit: Hit, *, cite: bool) -> dict[str, Any]:
