@@ -13,6 +13,11 @@ ingested and the document's chunks in order. Ingesting a document again:
   their relations, cache entries, feedback weights and anchors. Status
   ``updated`` (``created`` for a document not seen before).
 
+With ``summaries`` on, each section with chunks and the document get a
+summary memory, kept in step by :class:`~.summary_sync.SummarySync` (an
+unchanged section keeps its summary) and recorded in the row's ``summaries``;
+deleting the document deletes them.
+
 A chunk whose text also occurs in another document of the same owner is one
 memory. It stays while any document holds it; its fields describe the
 document that stored it first, and move to another holder when that document

@@ -8,10 +8,12 @@ Rules, tried in order (the first that matches decides):
    "summarise ...", "what is the logging HOWTO about?").
 3. ``hybrid`` — anything else.
 
-Quoted phrases and code identifiers were measured as a rule for ``text`` and
-left out: on the development half of the documents benchmark's questions
-text search did worse than hybrid on them (README, "Documents benchmark").
-Each rule's reason is reported with the result.
+Rules were tried on the development half of the documents benchmark's
+questions (``benchmarks/automatic_rules.py``; README, "Documents
+benchmark"): quoted phrases and code identifiers -> ``text`` and "in the
+<document> HOWTO/tutorial/reference" -> ``title`` lost to hybrid there and
+were left out. The two rules above fire on no development question; they
+are the issue's own examples. Each rule's reason is reported with the result.
 """
 
 from __future__ import annotations
