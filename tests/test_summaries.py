@@ -284,3 +284,22 @@ def test_automatic_mode_says_which_mode_ran_and_why(
     assert result.mode == mode or (mode == "title" and result.mode == "hybrid")
     assert result.mode_reason is not None and result.mode_reason.startswith("automatic: ")
     assert reason in result.mode_reason
+
+
+def test_a_document_of_one_section_has_one_summary_for_both(service: MemoryService) -> None:
+    text = (
+        "Alice owns the billing service and its on-call rota. The invoices are exported "
+        "every night at two. Refunds over a thousand euros need a second approval. "
+        "The exporter writes CSV files to the finance bucket.\n"
+    )
+    service.ingest_document("alice/notes.txt", text, owner="alice")
+    summaries = [m for batch, _ in service.store.scan(SUMMARY_ONLY) for m in batch]
+    assert len(summaries) == 1  # the section's summary is the document's
+    (summary,) = summaries
+    assert summary.content.startswith("alice/notes.txt\n") and summary.owner == "alice"
+    chunks = _chunks_by_heading(service)[""]
+    assert _edges(service, "summarizes") == {(summary.memory_id, c) for c in chunks}
+    assert _edges(service, "has_subsection") == set()
+    _no_orphans(service)
+    service.delete_document("alice/notes.txt", owner="alice")
+    assert not [m for batch, _ in service.store.scan(SUMMARY_ONLY) for m in batch]
