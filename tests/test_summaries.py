@@ -195,9 +195,14 @@ def test_llm_summaries_come_from_the_endpoint(
 ) -> None:
     fake, url = fake_llm
     fake.content = "The section in one sentence."
+    with MemoryService(Settings(data_dir=tmp_path / "data"), embedder=embedder) as service:
+        service.ingest_document(PATH, GUIDE)  # extractive first: switching re-summarises
+        extractive = set(_ids(_summaries(service)))
     with MemoryService(_llm_settings(tmp_path, url), embedder=embedder) as service:
-        service.ingest_document(PATH, GUIDE)
+        assert service.ingest_document(PATH, GUIDE).status == "updated"
         summaries = _summaries(service)
+        assert not extractive & set(_ids(summaries))
+        _no_orphans(service)
     assert {m.metadata["method"] for m in summaries.values()} == {"llm"}
     assert summaries["Ops guide > Monitoring"].content.endswith("\nThe section in one sentence.")
     assert len(fake.requests) == 5  # four sections and the document

@@ -15,9 +15,10 @@ summarised section); the document's summary ``has_subsection`` the top ones.
 
 Sync: the document's row records each summary with the SHA-256 of what it
 summarises (``source_hash``: the section's heading path and text; for the
-document, the section hashes). A section whose hash is unchanged keeps its
-summary memory (the same id, so what the learned layer knows about it stays)
-without being summarised again; the others get new summaries, and summaries
+document, the section hashes). A section whose hash is unchanged, and whose
+summary was made by the configured method, keeps its summary memory (the
+same id, so what the learned layer knows about it stays) without being
+summarised again; the others get new summaries, and summaries
 no longer wanted are deleted with :meth:`Core.delete_many` (relations and
 learned rows with them). Each summary's relations are then set to exactly
 those above (:meth:`Core.set_relations`).
@@ -165,10 +166,12 @@ class SummarySync:
         sections = _wanted(path, parsed, chunk_ids)
         doc_hash = _sha("\n".join(w.source_hash for w in sections))
         stored = self.core.store.get([r.memory_id for r in old])
-        kept = {
+        settings = self.core.settings
+        method = "llm" if settings.summaries == "llm" and settings.llm_url else "extractive"
+        kept = {  # a summary made another way is made again (the method changed)
             (r.section is None, r.source_hash): stored[r.memory_id]
             for r in old
-            if r.memory_id in stored
+            if r.memory_id in stored and stored[r.memory_id].metadata.get("method") == method
         }
         texts = self._section_texts(sections, kept)
         ids: list[str | None] = []
