@@ -206,7 +206,21 @@ def test_report_has_every_mode_category_and_the_expanded_comparison(
     assert (report["n_documents"], report["n_questions"]) == (2, 4)
     assert report["n_chunks"] >= 7
     assert report["questions_per_category"] == {"fact": 2, "parent": 1, "section": 1}
-    assert list(report["modes"]) == ["hybrid", "vector", "text", "hybrid_expanded"]
+    assert list(report["modes"]) == [
+        "hybrid", "vector", "text", "hybrid_expanded", "title", "summary", "automatic"
+    ]  # fmt: skip
+    assert report["n_summaries"] > 0 and report["ingest_cpu_s"] > 0
+    # Summaries take no part in the chunk modes, and summary mode returns only summaries.
+    for mode in ("hybrid", "vector", "text", "hybrid_expanded"):
+        assert report["modes_chunks_only"][mode] == {
+            m: report["modes"][mode][m] for m in report["modes_chunks_only"][mode]
+        }
+    assert report["modes_chunks_only"]["summary"]["recall@20"] == 0.0
+    assert report["modes"]["summary"]["recall@20"] > 0.0  # its summaries cover gold chunks
+    halves = report["splits"]
+    assert halves["dev"]["ids"] and halves["held_out"]["ids"]
+    assert sorted(halves["dev"]["ids"] + halves["held_out"]["ids"]) == ["q1", "q2", "q3", "q4"]
+    assert all(q["automatic"].split(":")[0] in report["modes"] for q in report["questions"])
     for figures in report["modes"].values():
         for metric in ("recall@5", "recall@10", "recall@20", "hit@10", "mrr", "ndcg@10"):
             assert 0.0 <= figures[metric] <= 1.0

@@ -408,7 +408,9 @@ def test_a_changed_document_replaces_its_chunks_and_their_learned_data(
         f"{updated.doc_id}-chunk-{n}" for n in range(len(after))
     }
     assert_parents_resolve(service, after)
-    assert service.store.count(SearchFilters(owner="team", include_shared=False)) == len(after)
+    assert service.store.count(
+        SearchFilters(owner="team", include_shared=False, kinds=("chunk",))
+    ) == len(after)
 
 
 def learned_rows(service: MemoryService, memory_id: str) -> int:

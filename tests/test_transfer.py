@@ -55,7 +55,11 @@ def _open(root: Path, embedder: Embedder, **overrides: Any) -> MemoryService:
     return MemoryService(settings, embedder=embedder)
 
 
-MEMORY_COUNT = len(FACTS) + 2  # the facts, a captured chunk and one ingested document's chunk
+MEMORY_COUNT = len(FACTS) + 4
+"""The facts, a captured chunk, one ingested document's chunk and its section and document
+summaries."""
+RELATION_COUNT = 5
+"""Three made by hand, and the summaries' ``summarizes`` and ``has_subsection``."""
 
 
 @dataclass
@@ -171,7 +175,7 @@ def test_round_trip_reproduces_the_export_and_the_search(
         result = b.import_jsonl(source.path)
         assert result.memories.created == MEMORY_COUNT
         assert result.reembedded == 0
-        assert result.relations.created == 3
+        assert result.relations.created == RELATION_COUNT
         assert _without_time(b.export_jsonl()) == _without_time(source.lines)
 
         a = source.service
@@ -209,7 +213,7 @@ def test_second_import_changes_nothing(
         again = b.import_jsonl(source.path)
         assert again.memories.created == 0
         assert again.memories.skipped == first.memories.created
-        assert again.relations.created == 0 and again.relations.skipped == 3
+        assert again.relations.created == 0 and again.relations.skipped == RELATION_COUNT
         assert {name: c.created for name, c in again.rows.items()} == dict.fromkeys(first.rows, 0)
         assert {name: c.skipped for name, c in again.rows.items()} == {
             name: c.created for name, c in first.rows.items()
@@ -591,7 +595,7 @@ def test_cli_export_and_import(source: Source, tmp_path: Path) -> None:
     assert imported.exit_code == 0, imported.output
     counts = json.loads(imported.stdout)
     assert counts["memories"]["created"] == MEMORY_COUNT
-    assert counts["relations"]["created"] == 3 and counts["reembedded"] == 0
+    assert counts["relations"]["created"] == RELATION_COUNT and counts["reembedded"] == 0
 
     again = runner.invoke(cli.app, ["import", "-", "--data-dir", b_dir], input=out.read_text())
     assert again.exit_code == 0, again.output

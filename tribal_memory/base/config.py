@@ -132,6 +132,16 @@ class Settings(BaseSettings):
     """Most chunks one document may make (more: HTTP 413)."""
     pdf_timeout_s: float = Field(default=60.0, gt=0.0)
     """Longest a PDF's text extraction may take, in seconds (longer: stopped, HTTP 413)."""
+    summaries: Literal["off", "extractive", "llm"] = "extractive"
+    """Section and document summaries made on ingest: ``extractive`` (each section's most
+    central sentences by embedding similarity, no network), ``llm`` (an OpenAI-compatible
+    chat model at ``llm_url``, extractive when it fails or is not configured) or ``off``."""
+    summary_sentences: int = Field(default=3, ge=1, le=20)
+    """Most sentences in an extractive summary."""
+    summary_max_chars: int = Field(default=600, ge=80, le=4000)
+    """Longest summary text, in characters (its heading line not counted)."""
+    summary_llm_timeout_s: float = Field(default=20.0, gt=0.0)
+    """Longest wait for one LLM summary, in seconds; then the extractive summary is used."""
 
     fusion: Literal["weighted", "rrf"] = "weighted"
     """How hybrid search fuses vector and BM25 results."""

@@ -18,10 +18,15 @@ SHARED_OWNER = "shared"
 """Owner whose memories every owner can see."""
 
 
-MemoryKind = Literal["fact", "chunk", "document"]
+MemoryKind = Literal["fact", "chunk", "document", "summary"]
+"""``summary``: a section's or a document's summary, made on ingest
+(:mod:`tribal_memory.documents.summaries`)."""
 
 
-MEMORY_KINDS: tuple[str, ...] = ("fact", "chunk", "document")
+MEMORY_KINDS: tuple[str, ...] = ("fact", "chunk", "document", "summary")
+
+SUMMARY_KIND: MemoryKind = "summary"
+"""The kind of summary memories, left out of searches whose ``kinds`` filter does not name it."""
 
 
 _ID_NAMESPACE = uuid.UUID("6f1c1a56-9a53-4b8e-9a0c-7d1e2b3c4d5e")
@@ -110,6 +115,8 @@ class SearchFilters:
     on the memory's time, which is ``event_time`` when set, else ``created_at``.
     ``memory_ids``: only these memories (``None``: no such restriction; empty:
     none passes), e.g. a memory's graph neighbourhood (:class:`Near`).
+    ``exclude_kinds``: memories of these kinds never pass (searches set it to
+    ``summary`` unless ``kinds`` names it).
     """
 
     owner: str | None = None
@@ -120,6 +127,7 @@ class SearchFilters:
     since: datetime | None = None
     until: datetime | None = None
     memory_ids: tuple[str, ...] | None = None
+    exclude_kinds: tuple[str, ...] = ()
 
     def admits_owner(self, owner: str) -> bool:
         """True when a memory of ``owner`` is visible under these filters."""

@@ -48,16 +48,23 @@ class Hit:
     anchor_match: float | None = None
 
 
-SearchMode = Literal["hybrid", "vector", "text", "hybrid_expanded"]
-"""Which paths a search runs: both fused (hybrid), vector only, BM25 only (text), or
-hybrid with graph-expanded scores (see :mod:`tribal_memory.retrieval.graph_expansion`)."""
+SearchMode = Literal["hybrid", "vector", "text", "hybrid_expanded", "title", "summary", "automatic"]
+"""Which search runs: both paths fused (hybrid), vector only, BM25 only (text),
+hybrid with graph-expanded scores (:mod:`tribal_memory.retrieval.graph_expansion`),
+section titles (:mod:`tribal_memory.retrieval.title`), hybrid over section and
+document summaries only (summary), or the mode chosen from the query
+(:mod:`tribal_memory.retrieval.automatic`). Every mode but ``title`` and
+``summary`` leaves summary memories out unless the ``kinds`` filter names them."""
 
 
 @dataclass(frozen=True, slots=True)
 class SearchResult:
     """Hits in rank order plus how they were found.
 
-    ``mode``: ``"hybrid"``, ``"vector"`` or ``"text"``. ``fallback`` is
+    ``mode``: the mode that ran (never ``"automatic"``: the one it chose).
+    ``mode_reason``: why that mode ran when it is not simply the one asked for
+    (``automatic``'s rule, or a ``title`` search that matched no title and ran
+    hybrid), else ``None``. ``fallback`` is
     ``"vector"`` when a hybrid search had to run on embeddings alone (no
     full-text index yet or too few memories for BM25 to mean anything), else
     ``None``. An empty ``hits`` list is a miss, not an error.
@@ -78,6 +85,7 @@ class SearchResult:
     cached: bool = False
     retrieval_id: str | None = None
     context: tuple[ChunkContext, ...] = ()
+    mode_reason: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

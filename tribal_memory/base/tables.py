@@ -210,6 +210,10 @@ class DocumentRow(Base):
     position). A chunk whose text also occurs in another document of the same
     owner is one memory; the placement kept here lets it be re-pointed at the
     other document when this one drops it.
+
+    ``summaries`` lists its summary memories, each ``{"memory_id": str,
+    "section": int | None, "source_hash": str}`` (``section`` None: the
+    document's own; see :mod:`tribal_memory.documents.summary_sync`).
     """
 
     __tablename__ = "documents"
@@ -221,6 +225,7 @@ class DocumentRow(Base):
     chunking: Mapped[str] = mapped_column(String(64))
     format: Mapped[str] = mapped_column(String(16))
     chunks: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)
+    summaries: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list, server_default="[]")
     byte_size: Mapped[int] = mapped_column(Integer)
     ingested_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 

@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from tribal_memory.base.config import Settings
 from tribal_memory.base.db import Database, engine_for, migrate
 from tribal_memory.base.errors import Conflict, InvalidInput, NotFound, StoreUnavailable, TooLarge
+from tribal_memory.base.graph import RelationInput
 from tribal_memory.base.models import (
     CaptureResult,
     Memory,
@@ -335,6 +336,23 @@ class Core:
                 self.graph.forget(memory_id)
             forget_learned(self.db, ids)
             return deleted
+
+    def set_relations(
+        self, source_ids: Sequence[str], types: Sequence[str], edges: Sequence[RelationInput]
+    ) -> None:
+        """Make the edges of ``types`` leaving ``source_ids`` exactly ``edges``.
+
+        Under the references lock, so a concurrent delete cannot orphan an
+        edge; an edge with an end not stored is skipped (not an error).
+
+        Raises:
+            InvalidInput: an edge with an empty type or a negative weight.
+        """
+        with self.references_lock:
+            ends = list({e.source_id for e in edges} | {e.target_id for e in edges})
+            stored = self.store.get(ends) if ends else {}
+            kept = [e for e in edges if e.source_id in stored and e.target_id in stored]
+            self.graph.replace_outgoing(source_ids, types, kept)
 
     def optimize(self) -> None:
         """Fold new rows into the indexes and drop old versions (see the store)."""

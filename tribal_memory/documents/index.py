@@ -13,6 +13,11 @@ ingested and the document's chunks in order. Ingesting a document again:
   their relations, cache entries, feedback weights and anchors. Status
   ``updated`` (``created`` for a document not seen before).
 
+With ``summaries`` on, each section with chunks and the document get a
+summary memory, kept in step by :class:`~.summary_sync.SummarySync` (an
+unchanged section keeps its summary) and recorded in the row's ``summaries``;
+deleting the document deletes them.
+
 A chunk whose text also occurs in another document of the same owner is one
 memory. It stays while any document holds it; its fields describe the
 document that stored it first, and move to another holder when that document
@@ -49,8 +54,9 @@ from tribal_memory.documents.parsing import (
     DocumentLimits,
     doc_id_for,
     document_format,
-    parse_document,
+    parse_structure,
 )
+from tribal_memory.documents.summary_sync import SummaryRecord, SummarySync, summary_records
 from tribal_memory.store.base import MemoryStore
 
 if TYPE_CHECKING:
@@ -113,6 +119,7 @@ class DocumentIndex:
         self._db = core.db
         self._store: MemoryStore = core.store
         self._lock = core.db.lock("documents", on_acquire=core.store.refresh)
+        self._summaries = SummarySync(core)
 
     # -- validation -----------------------------------------------------------
 
@@ -162,6 +169,8 @@ class DocumentIndex:
             )
         content_hash = hashlib.sha256(data).hexdigest()
         chunking = f"v{CHUNKER_VERSION}:{settings.chunk_tokens}/{settings.chunk_overlap_tokens}"
+        if settings.summaries != "off":
+            chunking += f"+{settings.summaries}"  # a change of method re-summarises
         doc_id = doc_id_for(path)
         with self._lock:
             old = self._row(owner, path)
@@ -169,7 +178,7 @@ class DocumentIndex:
                 assert old is not None
                 return DocumentResult(path, owner, doc_id, "unchanged", len(old.chunks), 0, 0)
         # Parsed outside the lock, so a slow PDF does not hold up other documents.
-        items = parse_document(
+        parsed = parse_structure(
             path,
             data,
             owner=owner,
@@ -179,6 +188,7 @@ class DocumentIndex:
                 settings.max_document_chars, settings.max_document_chunks, settings.pdf_timeout_s
             ),
         )
+        items = parsed.chunks
         self._check_sizes(path, items)
         with self._lock:
             old = self._row(owner, path)  # read again: another ingest may have run meanwhile
@@ -193,7 +203,28 @@ class DocumentIndex:
             self._place(owner, path, doc_id, placements)
             old_ids = [p.memory_id for p in _placements(old)] if old is not None else []
             removed = self._drop(owner, path, doc_id, old_ids, {p.memory_id for p in placements})
-            self._save(owner, path, doc_id, fmt, (content_hash, chunking), len(data), placements)
+            old_summaries = summary_records(old.summaries) if old is not None else []
+            if settings.summaries == "off":
+                summaries: list[SummaryRecord] = []
+                self.core.delete_many([r.memory_id for r in old_summaries])
+            else:
+                summaries = self._summaries.sync(
+                    owner=owner,
+                    path=path,
+                    doc_id=doc_id,
+                    parsed=parsed,
+                    chunk_ids=[p.memory_id for p in placements],
+                    old=old_summaries,
+                ).records
+            self._save(
+                owner,
+                path,
+                doc_id,
+                fmt,
+                (content_hash, chunking),
+                len(data),
+                (placements, summaries),
+            )
         status: DocumentStatus = "created" if old is None else "updated"
         return DocumentResult(path, owner, doc_id, status, len(placements), added, removed)
 
@@ -314,8 +345,9 @@ class DocumentIndex:
         fmt: str,
         versions: tuple[str, str],
         byte_size: int,
-        placements: list[Placement],
+        contents: tuple[list[Placement], list[SummaryRecord]],
     ) -> None:
+        placements, summaries = contents
         chunks = [dataclasses.asdict(placement) for placement in placements]
         with self._db.session() as session:
             row = session.get(DocumentRow, (owner, path))
@@ -327,6 +359,7 @@ class DocumentIndex:
             row.content_hash, row.chunking = versions
             row.byte_size = byte_size
             row.chunks = chunks
+            row.summaries = [dataclasses.asdict(record) for record in summaries]
             row.ingested_at = datetime.now(UTC)
 
     def _row(self, owner: str, path: str) -> DocumentRow | None:
@@ -342,8 +375,8 @@ class DocumentIndex:
         )
 
     def _complete(self, row: DocumentRow) -> bool:
-        """True when every chunk of the document is still stored."""
-        ids = list({item["memory_id"] for item in row.chunks or []})
+        """True when every chunk and summary of the document is still stored."""
+        ids = list({item["memory_id"] for item in [*(row.chunks or []), *(row.summaries or [])]})
         return len(self._store.get(ids)) == len(ids)
 
     # -- read and delete ------------------------------------------------------------
@@ -385,6 +418,7 @@ class DocumentIndex:
             row = self._find(path, owner)
             ids = [p.memory_id for p in _placements(row)]
             removed = self._drop(row.owner, row.path, row.doc_id, ids, set())
+            self.core.delete_many([r.memory_id for r in summary_records(row.summaries)])
             with self._db.session() as session:
                 stored = session.get(DocumentRow, (row.owner, row.path))
                 if stored is not None:

@@ -262,6 +262,20 @@ def document_lines(
     return fmt, text.splitlines(), []
 
 
+@dataclass(frozen=True, slots=True)
+class ParsedDocument:
+    """A parsed document: its chunk memories, its sections and its text lines.
+
+    ``sections`` as :func:`~tribal_memory.documents.chunking.split_sections`
+    gives them (a chunk's ``metadata["section"]`` is an index into it);
+    ``lines`` are the document's text lines (a PDF's extracted text).
+    """
+
+    chunks: list[MemoryInput]
+    sections: list[Section]
+    lines: list[str]
+
+
 def parse_document(
     source: str,
     data: bytes,
@@ -271,6 +285,26 @@ def parse_document(
     overlap_tokens: int = DEFAULT_OVERLAP_TOKENS,
     limits: DocumentLimits = DEFAULT_LIMITS,
 ) -> list[MemoryInput]:
+    """Chunk a document into memories (:func:`parse_structure`'s ``chunks``)."""
+    return parse_structure(
+        source,
+        data,
+        owner=owner,
+        max_tokens=max_tokens,
+        overlap_tokens=overlap_tokens,
+        limits=limits,
+    ).chunks
+
+
+def parse_structure(
+    source: str,
+    data: bytes,
+    *,
+    owner: str,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+    overlap_tokens: int = DEFAULT_OVERLAP_TOKENS,
+    limits: DocumentLimits = DEFAULT_LIMITS,
+) -> ParsedDocument:
     """Chunk a document into memories with metadata and heading hierarchy.
 
     Args:
@@ -284,9 +318,10 @@ def parse_document(
         limits: Bounds on the document's text and chunks.
 
     Returns:
-        One ``kind="chunk"`` memory per chunk, ``chunk_index`` 0..n-1 in
-        document order; [] for a document without text. Two chunks with the
-        same text have the same id (capture stores one memory).
+        The sections and lines, and one ``kind="chunk"`` memory per chunk,
+        ``chunk_index`` 0..n-1 in document order (none for a document without
+        text). Two chunks with the same text have the same id (capture stores
+        one memory).
 
     Raises:
         InvalidInput: unsupported extension, text that is not UTF-8, an
@@ -338,7 +373,7 @@ def parse_document(
                 metadata=metadata,
             )
         )
-    return memories
+    return ParsedDocument(memories, sections, lines)
 
 
 def _bare_headings(

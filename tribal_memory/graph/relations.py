@@ -94,6 +94,37 @@ class RelationGraph:
             session.flush()
             return [_relation(rows[(e.source_id, e.target_id, e.type)]) for e in checked]
 
+    def replace_outgoing(
+        self, source_ids: Sequence[str], types: Sequence[str], edges: Sequence[RelationInput]
+    ) -> int:
+        """Make the edges of ``types`` leaving ``source_ids`` exactly ``edges`` (upserted).
+
+        Edges of other types, or leaving other memories, are not touched.
+
+        Returns:
+            Edges deleted.
+
+        Raises:
+            InvalidInput: as :meth:`relate_many`; nothing is written.
+        """
+        wanted = {(e.source_id, e.target_id, e.type) for e in edges}
+        deleted = 0
+        if source_ids and types:
+            with self._db.session() as session:
+                rows = session.scalars(
+                    select(RelationRow).where(
+                        RelationRow.source_id.in_(list(set(source_ids))),
+                        RelationRow.type.in_(list(types)),
+                    )
+                ).all()
+                for row in rows:
+                    if (row.source_id, row.target_id, row.type) not in wanted:
+                        session.delete(row)
+                        deleted += 1
+        if edges:
+            self.relate_many(edges)
+        return deleted
+
     def unrelate(self, source_id: str, target_id: str, type: str) -> bool:
         """Remove the edge; False when it did not exist."""
         with self._db.session() as session:

@@ -95,6 +95,17 @@ class MemorySearchIn(ToolArgs):
         ]
         | None
     ) = None
+    mode: (
+        Annotated[
+            Literal["hybrid", "vector", "text", "hybrid_expanded", "title", "summary", "automatic"],
+            _text(
+                "Ranking (default hybrid): title matches section titles and returns their "
+                "summaries and best chunks, summary searches section and document summaries, "
+                "automatic picks one from the question and says why (modeReason)."
+            ),
+        ]
+        | None
+    ) = None
 
 
 class MemoryGetIn(ToolArgs):

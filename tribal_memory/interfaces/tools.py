@@ -187,14 +187,14 @@ def memory_search(
             query,
             k=k,
             filters=SearchFilters(owner=owner),
-            mode="hybrid",
+            mode=args.mode or "hybrid",
             min_score=min_score,
             learner=learner,
             session_id=session_id,
         )
     except (StoreUnavailable, EmbeddingError) as exc:
         return unavailable_answer(exc.detail)
-    return {
+    answer = {
         "results": [_search_result(hit, cite=mode != "off") for hit in result.hits],
         "provider": PROVIDER,
         "model": service.embedder.model_id,
@@ -202,6 +202,9 @@ def memory_search(
         "citations": mode,
         "retrievalId": result.retrieval_id,
     }
+    if args.mode is not None:  # memory-core's answer unchanged unless a mode was asked for
+        answer |= {"searchMode": result.mode, "modeReason": result.mode_reason}
+    return answer
 
 
 def _search_result(hit: Hit, *, cite: bool) -> dict[str, Any]:

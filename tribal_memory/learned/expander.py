@@ -28,14 +28,12 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
 
-import httpx
 from sqlalchemy import select
 
 from tribal_memory.base.db import Database
 from tribal_memory.base.tables import QueryExpansionRow
+from tribal_memory.learned.llm import ChatClient, LlmUnavailable
 from tribal_memory.learned.memo import RowsByKey, changed_keys
 from tribal_memory.learned.query_cache import PastQuery
 from tribal_memory.learned.text import content_terms, tokens
@@ -198,13 +196,10 @@ class LlmVariants:
     def __init__(
         self, url: str, model: str, *, api_key: str | None = None, timeout_s: float = 2.0
     ) -> None:
-        self.endpoint = url.rstrip("/") + "/chat/completions"
+        self._chat = ChatClient(url, model, api_key=api_key, timeout_s=timeout_s)
+        self.endpoint = self._chat.endpoint
         self.model = model
         self.timeout_s = timeout_s
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._client = httpx.Client(timeout=timeout_s, headers=headers)
-        # httpx bounds each read, not the whole call; the pool bounds the whole call.
-        self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="tribal-llm")
 
     def __call__(self, question: str) -> list[str]:
         """Up to 3 variants of ``question`` (never the question itself).
@@ -212,24 +207,10 @@ class LlmVariants:
         Raises:
             ExpansionUnavailable: the call failed, timed out or returned no usable text.
         """
-        body = {
-            "model": self.model,
-            "temperature": 0,
-            "messages": [
-                {"role": "system", "content": self.PROMPT},
-                {"role": "user", "content": question},
-            ],
-        }
-        future = self._pool.submit(self._ask, body)
         try:
-            text = future.result(timeout=self.timeout_s)
-        except FutureTimeout as exc:
-            future.cancel()
-            raise ExpansionUnavailable(f"LLM expansion took over {self.timeout_s} s") from exc
-        except (httpx.HTTPError, ValueError, KeyError, IndexError, TypeError) as exc:
-            raise ExpansionUnavailable(f"LLM expansion failed: {exc}") from exc
-        if not isinstance(text, str):
-            raise ExpansionUnavailable("LLM expansion returned no text")
+            text = self._chat.complete(self.PROMPT, question)
+        except LlmUnavailable as exc:
+            raise ExpansionUnavailable(f"LLM expansion {exc}") from exc
         asked = " ".join(tokens(question))
         variants = []
         for line in text.splitlines():
@@ -240,12 +221,6 @@ class LlmVariants:
             raise ExpansionUnavailable("LLM expansion returned no usable variant")
         return variants[:3]
 
-    def _ask(self, body: dict[str, object]) -> object:
-        response = self._client.post(self.endpoint, json=body)
-        response.raise_for_status()
-        return response.json()["choices"][0]["message"]["content"]
-
     def close(self) -> None:
         """Close the HTTP connection pool (a call still running is abandoned)."""
-        self._pool.shutdown(wait=False, cancel_futures=True)
-        self._client.close()
+        self._chat.close()

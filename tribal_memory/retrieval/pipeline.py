@@ -25,10 +25,15 @@
 Stages 2, 4 and the feedback part of 5 stay off until the scope (owner) has
 past queries with feedback, and anchors until some exist, so with no learned
 data a search is exactly plain search.
+
+Summary memories take part only in mode ``summary`` (hybrid over them alone)
+and ``title``, or when the ``kinds`` filter names them; ``title``
+(:mod:`.title`) and ``automatic`` (:mod:`.automatic`) are built on these stages.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Sequence
 from concurrent.futures import Future
@@ -36,7 +41,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from tribal_memory.base.config import Settings
-from tribal_memory.base.models import SHARED_OWNER, SearchFilters
+from tribal_memory.base.models import SHARED_OWNER, SUMMARY_KIND, SearchFilters
 from tribal_memory.base.results import Hit, LearnedParts, SearchMode, SearchResult, Variant
 from tribal_memory.base.tables import utcnow
 from tribal_memory.embeddings.base import Embedder, Vector
@@ -46,6 +51,7 @@ from tribal_memory.learned.learner import Learner, scope_of
 from tribal_memory.learned.query_cache import CacheEntry, PastQueries, PastQuery
 from tribal_memory.learned.text import query_key, rewording_of
 from tribal_memory.retrieval import signals as sig
+from tribal_memory.retrieval.automatic import choose_mode
 from tribal_memory.retrieval.fusion import (
     Candidate,
     Normalisation,
@@ -54,6 +60,7 @@ from tribal_memory.retrieval.fusion import (
 )
 from tribal_memory.retrieval.graph_expansion import graph_expanded
 from tribal_memory.retrieval.ranking import rank
+from tribal_memory.retrieval.title import TitleIndex, title_search
 from tribal_memory.store.base import MemoryStore, ScoredMemory
 
 
@@ -101,7 +108,7 @@ class _Search:
     @property
     def plain_filters(self) -> bool:
         """Whether the filters are owner/shared only (a cached answer may serve them)."""
-        f = self.filters
+        f = dataclasses.replace(self.filters, exclude_kinds=())
         return f == SearchFilters(owner=f.owner, include_shared=f.include_shared)
 
 
@@ -129,6 +136,7 @@ class Retriever:
         self._embedder = embedder
         self._learner = learner
         self._graph = graph
+        self._titles = TitleIndex(store, graph)
 
     def search(
         self,
@@ -147,8 +155,10 @@ class Retriever:
             query: The question, as asked.
             k: Hits to return.
             filters: Prefilter of both paths (owner/shared, tags, kind, time...).
-            mode: ``hybrid``, ``vector``, ``text`` (BM25) or ``hybrid_expanded``
-                (hybrid with graph-expanded scores).
+            mode: ``hybrid``, ``vector``, ``text`` (BM25), ``hybrid_expanded``
+                (hybrid with graph-expanded scores), ``summary`` (hybrid over
+                summaries), ``title`` (section titles, :mod:`.title`) or
+                ``automatic`` (chosen by :func:`.automatic.choose_mode`).
             min_score: Hits scoring below this are dropped, in [0, 1].
             parts: The learned parts to use.
             learner: The owner whose learned data the search uses (None: the
@@ -159,11 +169,51 @@ class Retriever:
             see :class:`tribal_memory.base.results.Hit` for what the learned fields
             mean. ``took_ms`` is wall time in ms. No match: no hits.
         """
+        started = time.perf_counter()
+        reason: str | None = None
+        if mode == "automatic":
+            mode, reason = choose_mode(query)
+            reason = f"automatic: {reason}"
+        if mode == "title":
+            result = title_search(
+                query,
+                k=k,
+                filters=filters,
+                titles=self._titles,
+                search=lambda f, n: self._search(query, n, f, "hybrid", min_score, parts, learner),
+                min_score=min_score,
+            )
+        else:
+            result = self._search(query, k, filters, mode, min_score, parts, learner)
+        took_ms = (time.perf_counter() - started) * 1000
+        return dataclasses.replace(
+            result,
+            took_ms=took_ms,
+            mode_reason=_joined(reason, result.mode_reason),
+        )
+
+    def _search(
+        self,
+        query: str,
+        k: int,
+        filters: SearchFilters,
+        mode: SearchMode,
+        min_score: float,
+        parts: LearnedParts,
+        learner: str | None,
+    ) -> SearchResult:
+        """One search in a mode other than ``title`` and ``automatic``."""
+        if mode == "summary":
+            filters = dataclasses.replace(filters, kinds=(SUMMARY_KIND,), exclude_kinds=())
+        elif SUMMARY_KIND not in filters.kinds and SUMMARY_KIND not in filters.exclude_kinds:
+            filters = dataclasses.replace(
+                filters, exclude_kinds=(*filters.exclude_kinds, SUMMARY_KIND)
+            )
         q = _Search(
             query,
             k,
             filters,
-            "hybrid" if mode == "hybrid_expanded" else mode,
+            "hybrid" if mode in ("hybrid_expanded", "summary") else mode,
             min_score,
             parts,
             scope=learner if learner is not None else scope_of(filters),
@@ -186,6 +236,8 @@ class Retriever:
         hits = self._rank(q, candidates, signals)
         took_ms = (time.perf_counter() - q.started) * 1000
         ran: SearchMode = "hybrid_expanded" if q.expand_graph and q.mode == "hybrid" else q.mode
+        if mode == "summary":
+            ran = "summary"
         return SearchResult(tuple(hits), ran, q.fallback, took_ms, variant=_variant(q))
 
     # -- stages -------------------------------------------------------------------------
@@ -360,10 +412,14 @@ class Retriever:
         )
 
     def _cached(self, q: _Search, entry: CacheEntry) -> SearchResult:
+        kinds, excluded = q.filters.kinds, q.filters.exclude_kinds
         kept = [
             h
             for h in entry.hits
-            if h.score >= q.min_score and q.filters.admits_owner(h.memory.owner)
+            if h.score >= q.min_score
+            and q.filters.admits_owner(h.memory.owner)
+            and (not kinds or h.memory.kind in kinds)
+            and h.memory.kind not in excluded
         ]
         hits = [Hit(h.memory, h.score, rank, cached=True) for rank, h in enumerate(kept[: q.k], 1)]
         took_ms = (time.perf_counter() - q.started) * 1000
@@ -379,6 +435,12 @@ class Retriever:
         if mode == "text":
             return 0.0
         return self.settings.vector_weight if self.settings.fusion == "weighted" else 0.5
+
+
+def _joined(*reasons: str | None) -> str | None:
+    """The given reasons joined with ``"; "`` (None: none given)."""
+    given = [r for r in reasons if r]
+    return "; ".join(given) if given else None
 
 
 def _variant(q: _Search) -> Variant:

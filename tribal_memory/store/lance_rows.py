@@ -100,6 +100,8 @@ def filter_sql(filters: SearchFilters) -> str | None:
         clauses.append(f"array_has_any(tags, [{in_list(filters.tags)}])")
     if filters.kinds:
         clauses.append(f"kind IN ({in_list(filters.kinds)})")
+    if filters.exclude_kinds:
+        clauses.append(f"kind NOT IN ({in_list(filters.exclude_kinds)})")
     if filters.sources:
         clauses.append(f"source IN ({in_list(filters.sources)})")
     if filters.since is not None:

@@ -92,6 +92,7 @@ def search_out(result: SearchResult) -> SearchOut:
         cached=result.cached,
         retrieval_id=result.retrieval_id,
         context=[context_out(entry) for entry in result.context],
+        mode_reason=result.mode_reason,
     )
 
 

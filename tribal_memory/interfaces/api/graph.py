@@ -16,7 +16,8 @@ from tribal_memory.interfaces.api.graph_schemas import CommonNeighborOut, Inters
 TYPES_DESCRIPTION = "Follow only relations of these types (comma-separated; default: every type)."
 BLOCK_DESCRIPTION = (
     "Never pass through these (comma-separated): relations of these types are not followed, "
-    "memories of these kinds (fact, chunk, document) are neither returned nor walked through."
+    "memories of these kinds (fact, chunk, document, summary) are neither returned nor walked "
+    "through."
 )
 TypesQuery = Annotated[str | None, QueryParameter(description=TYPES_DESCRIPTION)]
 BlockQuery = Annotated[str | None, QueryParameter(description=BLOCK_DESCRIPTION)]

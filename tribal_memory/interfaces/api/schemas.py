@@ -258,9 +258,14 @@ class RecallRequest(SearchScope):
 class SearchRequest(RecallRequest):
     """A recall request plus the ranking ``mode``.
 
-    ``hybrid`` (vector + BM25, the default), ``vector``, ``text`` (BM25) or
+    ``hybrid`` (vector + BM25, the default), ``vector``, ``text`` (BM25),
     ``hybrid_expanded`` (hybrid, then each candidate lifted by 0.1 x its best
-    related candidate: relations, heading parent, same section).
+    related candidate: relations, heading parent, same section), ``summary``
+    (hybrid over section and document summaries only), ``title`` (sections whose
+    titles match the query: their summaries and best chunks) or ``automatic``
+    (one of these chosen from the query; the answer's ``mode`` and
+    ``mode_reason`` say which and why). Summaries are left out of the other
+    modes unless ``kinds`` names ``summary``.
     """
 
     mode: SearchMode = "hybrid"
@@ -322,6 +327,9 @@ class SearchOut(msgspec.Struct):
     the logged retrieval to send feedback for (null unless ``feedback`` was asked).
     ``context``: with ``"context": true``, one entry per document chunk hit
     that has a parent or neighbour, in hit order (empty otherwise).
+    ``mode``: the mode that ran; ``mode_reason``: why, when it is not simply
+    the one asked for (``automatic``'s rule; a ``title`` search that matched
+    no title ran hybrid), else null.
     """
 
     hits: list[HitOut]
@@ -332,3 +340,4 @@ class SearchOut(msgspec.Struct):
     cached: bool
     retrieval_id: str | None
     context: list[ChunkContextOut] = msgspec.field(default_factory=list)
+    mode_reason: str | None = None

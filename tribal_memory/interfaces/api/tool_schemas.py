@@ -60,7 +60,9 @@ class MemorySearchOut(msgspec.Struct, omit_defaults=True):
     ``mode``: ``hybrid``, or ``vector-only`` when BM25 could not run yet.
     ``citations``: the citation mode applied. ``retrievalId``: pass it to
     ``memory_feedback``. ``corpora`` and ``warning``: a requested corpus this
-    server does not hold.
+    server does not hold. ``searchMode``: the search mode that ran (``hybrid``,
+    ``title``, ``summary``...); ``modeReason``: why, when ``mode`` was
+    ``automatic`` or a title search fell back.
     """
 
     results: list[MemorySearchResultOut]
@@ -69,6 +71,8 @@ class MemorySearchOut(msgspec.Struct, omit_defaults=True):
     mode: str | None = None
     citations: str | None = None
     retrievalId: str | None = None
+    searchMode: str | None = None
+    modeReason: str | None = None
     corpora: list[CorpusOutcomeOut] | None = None
     disabled: bool = False
     unavailable: bool = False

@@ -65,6 +65,9 @@ class Mode(StrEnum):
     vector = "vector"
     text = "text"
     hybrid_expanded = "hybrid_expanded"
+    title_ = "title"  # the name "title" would shadow str.title
+    summary = "summary"
+    automatic = "automatic"
 
 
 class Bucket(StrEnum):
@@ -182,7 +185,11 @@ def search(
     k: KOption = 10,
     owner: OwnerOption = None,
     mode: Annotated[
-        Mode, typer.Option(help="Ranking: fused, embeddings, BM25, or fused and graph-expanded.")
+        Mode,
+        typer.Option(
+            help="Ranking: fused, embeddings, BM25, fused and graph-expanded, section titles, "
+            "summaries only, or chosen from the query (automatic)."
+        ),
     ] = Mode.hybrid,
     tag: Annotated[list[str] | None, typer.Option("--tag", "-t", help="Has this tag (any of).")] = (
         None

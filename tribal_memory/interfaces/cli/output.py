@@ -184,6 +184,7 @@ def hits_output(result: SearchResult, *, context: bool = False) -> Output:
             "boost": hit.boost,
             "anchor_match": hit.anchor_match,
             "mode": result.mode,
+            "mode_reason": result.mode_reason,
             "fallback": result.fallback,
             "variant": result.variant,
             "retrieval_id": result.retrieval_id,
@@ -206,7 +207,8 @@ def hits_output(result: SearchResult, *, context: bool = False) -> Output:
 def _hits_table(result: SearchResult) -> RenderableType:
     fallback = f", fell back to {result.fallback}" if result.fallback else ""
     cached = ", cached" if result.cached else ""
-    caption = f"{result.mode}{fallback}, {result.variant}{cached}, {result.took_ms:.0f} ms"
+    reason = f" ({result.mode_reason})" if result.mode_reason else ""
+    caption = f"{result.mode}{reason}{fallback}, {result.variant}{cached}, {result.took_ms:.0f} ms"
     if not result.hits:
         return f"no matches ({caption})"
     learned = any(_learned_note(hit) for hit in result.hits)
