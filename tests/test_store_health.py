@@ -153,3 +153,23 @@ def test_rows_written_before_the_store_falls_quiet_are_indexed_after_the_interva
             if service.table_health()["unindexed_rows"] == 0:
                 break
         assert service.table_health()["unindexed_rows"] == 0
+
+
+def test_a_few_rows_written_before_the_store_falls_quiet_are_indexed_too(
+    tmp_path: Path, embedder: FastEmbedEmbedder
+) -> None:
+    # 20 rows, far under optimize_every_rows: only the quiet time can fold them in.
+    settings = Settings(data_dir=tmp_path / "d", optimize_every_rows=1000, optimize_interval_s=1.0)
+    with MemoryService(settings, embedder=embedder) as service:
+        service.capture_batch([MemoryInput(f, owner="ana") for f in FACTS[:40]])
+        service.optimize()
+        service.capture_batch([MemoryInput(f, owner="ana") for f in FACTS[40:]])
+        assert service.table_health()["unindexed_rows"] == 20
+        for _ in range(240):
+            time.sleep(0.25)
+            service.store.wait_for_maintenance(timeout_s=60)
+            if service.table_health()["unindexed_rows"] == 0:
+                break
+        assert service.table_health()["unindexed_rows"] == 0
+        hits = service.search(FACTS[45], k=1, filters=MINE, learned=None).hits
+    assert hits and hits[0].memory.content == FACTS[45]

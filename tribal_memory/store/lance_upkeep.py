@@ -95,6 +95,7 @@ class Upkeep:
         self._policy = policy
         self._optimized_at = time.monotonic()
         self._rows_since_optimize = 0
+        self._written_at = time.monotonic()
         self._writes_since_check = 0
         self._maintenance: threading.Thread | None = None
         self._maintenance_lock = threading.Lock()
@@ -104,6 +105,7 @@ class Upkeep:
     def note_rows(self, rows: int) -> None:
         """Count ``rows`` rows written, updated or deleted; call it under the write lock."""
         self._rows_since_optimize += rows
+        self._written_at = time.monotonic()
 
     def after_write(self) -> None:
         """Start the automatic ``optimize()`` in the background when a write made it due.
@@ -118,7 +120,11 @@ class Upkeep:
         :meth:`optimize` for what waits for it. When only the interval is
         missing, a timer checks again once it has passed, so rows written
         just before a store falls quiet (searches and feedback write nothing
-        here) are indexed all the same. A failed check is logged, not raised.
+        here) are indexed all the same. Fewer than ``every_rows`` rows are
+        folded in once no write came for ``interval_s``: a store that agents
+        only search and give feedback to would otherwise keep them outside
+        the indexes for good, every search paying for them (issue 14). A
+        failed check is logged, not raised.
         """
         self._writes_since_check += 1
         self._check_maintenance()
@@ -242,6 +248,11 @@ class Upkeep:
             )
             if enough_rows and not due:
                 self._check_later(policy.interval_s - since)
+            elif not enough_rows and self._rows_since_optimize > 0:
+                quiet = time.monotonic() - self._written_at
+                due = quiet >= policy.interval_s
+                if not due:
+                    self._check_later(policy.interval_s - quiet)
             if not due and self._writes_since_check >= HEALTH_CHECK_WRITES:
                 self._writes_since_check = 0
                 due = self.health()["small_fragments"] >= policy.small_fragments
@@ -254,7 +265,8 @@ class Upkeep:
     def _check_later(self, delay_s: float) -> None:
         """Run the automatic-optimize check again in ``delay_s`` seconds (one timer at a time)."""
         with self._maintenance_lock:
-            if self._timer is not None and self._timer.is_alive():
+            timer = self._timer
+            if timer is not None and timer.is_alive() and timer is not threading.current_thread():
                 return
             self._timer = threading.Timer(max(0.0, delay_s), self._check_maintenance)
             self._timer.daemon = True
