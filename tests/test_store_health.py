@@ -147,12 +147,7 @@ def test_rows_written_before_the_store_falls_quiet_are_indexed_after_the_interva
         service.optimize()
         service.capture_batch([MemoryInput(f, owner="ana") for f in FACTS[40:]])
         # Within the interval the 20 rows wait; no write follows, the timer's check indexes them.
-        for _ in range(240):
-            time.sleep(0.25)
-            service.store.wait_for_maintenance(timeout_s=60)
-            if service.table_health()["unindexed_rows"] == 0:
-                break
-        assert service.table_health()["unindexed_rows"] == 0
+        assert _indexed_within(service, seconds=60)
 
 
 def test_a_few_rows_written_before_the_store_falls_quiet_are_indexed_too(
@@ -165,11 +160,17 @@ def test_a_few_rows_written_before_the_store_falls_quiet_are_indexed_too(
         service.optimize()
         service.capture_batch([MemoryInput(f, owner="ana") for f in FACTS[40:]])
         assert service.table_health()["unindexed_rows"] == 20
-        for _ in range(240):
-            time.sleep(0.25)
-            service.store.wait_for_maintenance(timeout_s=60)
-            if service.table_health()["unindexed_rows"] == 0:
-                break
-        assert service.table_health()["unindexed_rows"] == 0
+        assert _indexed_within(service, seconds=60)
         hits = service.search(FACTS[45], k=1, filters=MINE, learned=None).hits
     assert hits and hits[0].memory.content == FACTS[45]
+
+
+def _indexed_within(service: MemoryService, *, seconds: float) -> bool:
+    """Whether every row is inside the indexes within ``seconds``, no write made meanwhile."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        time.sleep(0.25)
+        service.store.wait_for_maintenance(timeout_s=60)
+        if service.table_health()["unindexed_rows"] == 0:
+            return True
+    return False
