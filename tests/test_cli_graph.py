@@ -86,6 +86,6 @@ def test_knowledge_commands(tmp_path: Path, embedder: FastEmbedEmbedder) -> None
 
     assert_clean_error(invoke("clear-owner", "ann", *dd), 1, "confirm")
     (cleared,) = json_lines(invoke("clear-owner", "ann", "--confirm", "ann", *dd))
-    assert cleared == {"owner": "ann", "memories": 4, "documents": 0}
+    assert cleared == {"owner": "ann", "memories": 4, "documents": 0, "learned_rows": 0}
     *left, _ = json_lines(invoke("memories", *dd))
     assert [m["memory_id"] for m in left] == [ids[4]]

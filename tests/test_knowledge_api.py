@@ -13,9 +13,18 @@ import pytest
 from litestar import Litestar
 from litestar.testing import TestClient
 from local import LOCAL_URL
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
 from test_api import assert_error, capture
 
 from tribal_memory.base.config import Settings
+from tribal_memory.base.tables import (
+    FactAnchorRow,
+    QueryCacheRow,
+    QueryExpansionRow,
+    QueryFactWeightRow,
+    RetrievalEventRow,
+)
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
 from tribal_memory.interfaces.api import create_app
 from tribal_memory.service.memory_service import MemoryService
@@ -117,17 +126,28 @@ def test_clear_owner(client: TestClient[Litestar], ids: list[str]) -> None:
         assert "confirm" in assert_error(refused, 400, "invalid_input")["detail"]
     assert client.get(f"/v1/memories/{ids[0]}").status_code == 200
 
+    with service.db.session() as session:
+        learned_before = _learned_rows_of(session, "alice")
+    assert learned_before > 0  # at least the retrieval event and its weights
     cleared = client.delete("/v1/owners/alice", params={"confirm": "alice"})
     assert cleared.status_code == 200, cleared.text
-    # the document's section and document summaries are two of them
-    assert cleared.json() == {"owner": "alice", "memories": 6, "documents": 1}
+    # the document's section and document summaries are two of the memories
+    assert cleared.json() == {
+        "owner": "alice",
+        "memories": 6,
+        "documents": 1,
+        "learned_rows": cleared.json()["learned_rows"],
+    }
+    assert 0 < cleared.json()["learned_rows"] <= learned_before
+    with service.db.session() as session:
+        assert _learned_rows_of(session, "alice") == 0  # the question "deploy" is gone too
     left = {i for p in _pages(client) for i in p}
     assert left == set(ids[3:])
     assert client.get("/v1/documents", params={"owner": "alice"}).json()["documents"] == []
     assert client.get("/v1/stats").json()["relations"] == 1  # bob's edge to the shared memory
     assert service.check_consistency().ok
     again = client.delete("/v1/owners/alice", params={"confirm": "alice"}).json()
-    assert again == {"owner": "alice", "memories": 0, "documents": 0}
+    assert again == {"owner": "alice", "memories": 0, "documents": 0, "learned_rows": 0}
     assert_error(
         client.delete("/v1/owners/*team*", params={"confirm": "*team*"}), 400, "invalid_input"
     )
@@ -212,3 +232,18 @@ def test_openapi_documents_knowledge_routes(client: TestClient[Litestar]) -> Non
     assert {"400", "413"} <= set(paths["/v1/memories"]["get"]["responses"])
     assert {"400", "403"} <= set(paths["/v1/owners/{owner}"]["delete"]["responses"])
     assert {"400", "404", "413"} <= set(paths["/v1/search/vector"]["post"]["responses"])
+
+
+def _learned_rows_of(session: Session, owner: str) -> int:
+    """Rows of ``owner`` in the learned tables (events, cache, weights, anchors, expansions)."""
+    tables = (
+        QueryCacheRow,
+        RetrievalEventRow,
+        QueryFactWeightRow,
+        FactAnchorRow,
+        QueryExpansionRow,
+    )
+    return sum(
+        session.scalar(select(func.count()).select_from(t).where(t.owner == owner)) or 0
+        for t in tables
+    )

@@ -197,11 +197,14 @@ class OwnerCleared:
 
     ``memories``: its memories (each with its relations and learned rows, as
     a single delete does). ``documents``: its ingested documents' records.
+    ``learned_rows``: what its own questions taught the learned layer
+    (retrieval events, cache entries, weights, expansions, anchors).
     """
 
     owner: str
     memories: int
     documents: int
+    learned_rows: int = 0
 
 
 @dataclass(frozen=True, slots=True)

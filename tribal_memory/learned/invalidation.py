@@ -7,7 +7,13 @@ from collections.abc import Sequence
 from sqlalchemy import String, cast, delete, or_, select
 
 from tribal_memory.base.db import Database
-from tribal_memory.base.tables import FactAnchorRow, QueryCacheRow, QueryFactWeightRow
+from tribal_memory.base.tables import (
+    FactAnchorRow,
+    QueryCacheRow,
+    QueryExpansionRow,
+    QueryFactWeightRow,
+    RetrievalEventRow,
+)
 
 _LIKE_SLICE = 200
 
@@ -59,4 +65,30 @@ def forget_cached(db: Database, memory_ids: Sequence[str]) -> int:
                 if set(entry.memory_ids) & set(part):
                     session.delete(entry)
                     removed += 1
+    return removed
+
+
+def forget_owner(db: Database, owner: str) -> int:
+    """Delete everything the learned layer keeps for ``owner``: what its questions taught.
+
+    Its retrieval events (the questions it asked and what they returned),
+    query-cache entries, feedback weights, learned expansions and the
+    anchors its searches use, including those on memories of other owners
+    (``shared`` ones). What the memories themselves carry goes with them
+    (:func:`forget_learned`).
+
+    Returns:
+        Rows deleted across the five tables (0 for an owner with none).
+    """
+    removed = 0
+    with db.session() as session:
+        for table in (
+            QueryCacheRow,
+            RetrievalEventRow,
+            QueryFactWeightRow,
+            FactAnchorRow,
+            QueryExpansionRow,
+        ):
+            result = session.execute(delete(table).where(table.owner == owner))
+            removed += int(result.rowcount or 0)  # type: ignore[attr-defined]
     return removed

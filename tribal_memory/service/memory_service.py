@@ -37,6 +37,7 @@ from tribal_memory.documents.ingest import capture_turns, ingest_documents
 from tribal_memory.documents.sync import DocumentFile, FileOutcome, watch_directory
 from tribal_memory.embeddings.base import Embedder, Vector
 from tribal_memory.graph.queries import GraphQueries
+from tribal_memory.learned.invalidation import forget_owner
 from tribal_memory.learned.learner import Learner
 from tribal_memory.ops.maintenance import ConsistencyReport, check_consistency, prune_orphans
 from tribal_memory.ops.transfer import ImportResult, Source, export_lines, import_source
@@ -177,15 +178,19 @@ class MemoryService(RetrievalOperations, GraphOperations):
 
         Each memory goes as :meth:`delete` takes one (its relations, cache
         entries, weights and anchors with it); the records of the owner's
-        ingested documents go too. Shared memories are not the owner's and stay.
+        ingested documents go too, and what the owner's own questions taught
+        the learned layer (retrieval events, cache entries, weights,
+        expansions, the anchors its searches use, also on shared memories).
+        Shared memories are not the owner's and stay; so do its API keys and
+        A/B variant pin (access and configuration, not knowledge).
 
         Args:
             owner: The owner to clear (not ``shared`` unless named so).
             confirm: Must equal ``owner``: the explicit confirmation.
 
         Returns:
-            How many memories and document records were deleted (0 and 0 for
-            an owner with none).
+            How many memories, document records and learned rows were deleted
+            (all 0 for an owner with none).
 
         Raises:
             InvalidInput: an invalid owner, or ``confirm`` not equal to it
@@ -202,7 +207,9 @@ class MemoryService(RetrievalOperations, GraphOperations):
         for start in range(0, len(ids), self.settings.max_batch_size):
             deleted += self.delete_many(ids[start : start + self.settings.max_batch_size])
         documents = self.document_index.forget_owner(owner)
-        return OwnerCleared(owner, deleted, documents)
+        with self.core.references_lock:
+            learned = forget_owner(self.db, owner)
+        return OwnerCleared(owner, deleted, documents, learned)
 
     def ingest_document(
         self, path: str, data: bytes | str, *, owner: str = SHARED_OWNER

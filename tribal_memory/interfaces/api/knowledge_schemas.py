@@ -20,12 +20,15 @@ class MemoryPageOut(msgspec.Struct):
 class OwnerClearedOut(msgspec.Struct):
     """What clearing an owner deleted.
 
-    Its memories (with their relations and learned rows) and its documents' records.
+    Its memories (with their relations and learned rows), its documents'
+    records, and ``learned_rows``: what its own questions taught the learned
+    layer (retrieval events, cache entries, weights, expansions, anchors).
     """
 
     owner: str
     memories: int
     documents: int
+    learned_rows: int
 
 
 class VectorSearchRequest(SearchScope):

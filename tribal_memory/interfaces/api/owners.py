@@ -41,7 +41,9 @@ class OwnersController(Controller):
 
         Each memory goes as a single delete takes it (its relations, cache
         entries, weights and anchors too), and the records of the owner's
-        documents. Shared memories stay. A key may clear its own owner; other
+        documents, and what the owner's own questions taught the learned layer
+        (its retrieval events, cache entries, weights, expansions and anchors,
+        also those on shared memories). Shared memories stay. A key may clear its own owner; other
         owners and ``shared`` need an admin key. An owner with nothing gives
         zero counts.
 
@@ -55,5 +57,8 @@ class OwnersController(Controller):
             caller.require_admin(f"clearing the knowledge of owner {owner!r}")
         cleared = service.clear_owner(owner, confirm=confirm)
         return OwnerClearedOut(
-            owner=cleared.owner, memories=cleared.memories, documents=cleared.documents
+            owner=cleared.owner,
+            memories=cleared.memories,
+            documents=cleared.documents,
+            learned_rows=cleared.learned_rows,
         )

@@ -204,8 +204,11 @@ def clear_owner(
     """Delete every memory of OWNER with all that points at them, and its document records."""
     cleared = run.service().clear_owner(owner, confirm=confirm)
     return Output(
-        [{"owner": cleared.owner, "memories": cleared.memories, "documents": cleared.documents}],
-        [f"cleared {cleared.owner}: {cleared.memories} memories, {cleared.documents} documents"],
+        [dataclasses.asdict(cleared)],
+        [
+            f"cleared {cleared.owner}: {cleared.memories} memories, {cleared.documents} "
+            f"documents, {cleared.learned_rows} learned rows"
+        ],
     )
 
 
