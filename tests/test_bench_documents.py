@@ -272,3 +272,11 @@ def test_cli_rejects_an_unknown_mode() -> None:
     result = CliRunner().invoke(cli.app, ["bench", "documents", "--modes", "hybrid,nope"])
     assert result.exit_code == 1
     assert "--modes takes some of" in result.output
+
+
+@pytest.mark.parametrize("bench", ["documents", "locomo", "learn", "perf"])
+def test_benchmarks_take_no_data_dir(bench: str, tmp_path: Path) -> None:
+    # Each benchmark builds its own stores: a --data-dir would be silently ignored.
+    result = CliRunner().invoke(cli.app, ["bench", bench, "--data-dir", str(tmp_path)])
+    assert result.exit_code == 2 and "--data-dir" in result.output
+    assert not any(tmp_path.iterdir())

@@ -11,7 +11,6 @@ from rich.console import RenderableType
 from rich.table import Table
 
 from tribal_memory.base.errors import InvalidInput
-from tribal_memory.interfaces.cli.options import JsonOption
 from tribal_memory.interfaces.cli.output import Output
 from tribal_memory.interfaces.cli.root import app
 from tribal_memory.interfaces.cli.run import Run, with_run
@@ -28,7 +27,7 @@ _BENCH_COLUMNS = ("recall@5", "recall@10", "recall@25", "hit@10", "mrr", "p50_ms
 
 
 @bench_app.command("locomo")
-@with_run
+@with_run(data_dir=False)
 def bench_locomo(
     run: Run,
     path: Annotated[Path, typer.Argument(help="A LoCoMo-format JSON file.")],
@@ -71,7 +70,7 @@ _LEARN_COLUMNS = (
 
 
 @bench_app.command("learn")
-@with_run
+@with_run(data_dir=False)
 def bench_learn(
     run: Run,
     path: Annotated[
@@ -211,8 +210,9 @@ def _sizes(text: str) -> list[int]:
 
 
 @bench_app.command("perf")
+@with_run(data_dir=False)
 def bench_perf(
-    ctx: typer.Context,
+    run: Run,
     out: OutOption = None,
     sizes: Annotated[
         str, typer.Option("--sizes", help="Comma-separated store sizes (memories).")
@@ -258,12 +258,9 @@ def bench_perf(
             "write pyinstrument's report here.",
         ),
     ] = None,
-    json_out: JsonOption = None,
-) -> None:
+) -> Output:
     """Speed and memory of a real server process: search, cache hit, capture, RSS, load."""
     from tribal_memory.bench.perf import run_perf_bench
-
-    run = Run(ctx, None, json_out)
 
     report = run_perf_bench(
         _sizes(sizes),
@@ -281,7 +278,7 @@ def bench_perf(
         log=None if run.json else run.err.print,
     )
     # The text reads fields the report may lack: built for a terminal only.
-    run.show(Output([report], [] if run.json else [*_perf_text(report), *_written(out)]))
+    return Output([report], [] if run.json else [*_perf_text(report), *_written(out)])
 
 
 def _perf_text(report: dict[str, Any]) -> list[RenderableType]:
@@ -318,7 +315,7 @@ _DOCS_COLUMNS = ("recall@5", "recall@10", "hit@10", "mrr", "ndcg@10", "p50_ms")
 
 
 @bench_app.command("documents")
-@with_run
+@with_run(data_dir=False)
 def bench_documents(
     run: Run,
     docs_dir: Annotated[

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 import typer
 
@@ -76,20 +76,41 @@ class Run(Printer):
         return self._resources.__exit__(exc_type, exc, traceback)
 
 
-def with_run(command: Callable[..., Output | None]) -> Callable[..., None]:
+Command = Callable[..., Output | None]
+
+
+@overload
+def with_run(command: Command) -> Callable[..., None]: ...
+
+
+@overload
+def with_run(*, data_dir: bool = True) -> Callable[[Command], Callable[..., None]]: ...
+
+
+def with_run(
+    command: Command | None = None, *, data_dir: bool = True
+) -> Callable[..., None] | Callable[[Command], Callable[..., None]]:
     """Make ``command(run, ...)`` a typer callback that also takes ``--data-dir`` and ``--json``.
 
     The callback's parameters are ``ctx``, ``command``'s own (after ``run``),
     then ``data_dir`` and ``json_out``. It builds the :class:`Run`, calls
     ``command``, closes the service if it was opened, then shows the returned
     :class:`~.output.Output` (None: the command printed everything itself).
+    ``@with_run(data_dir=False)``: a command that opens no data dir (the
+    benchmarks make their own) takes no ``--data-dir``.
     """
+    if command is None:
+        return functools.partial(_wrap, data_dir=data_dir)
+    return _wrap(command, data_dir=data_dir)
+
+
+def _wrap(command: Command, *, data_dir: bool) -> Callable[..., None]:
     own = list(inspect.signature(command, eval_str=True).parameters.values())[1:]
     param = functools.partial(inspect.Parameter, kind=inspect.Parameter.POSITIONAL_OR_KEYWORD)
     parameters = [
         param("ctx", annotation=typer.Context),
         *own,
-        param("data_dir", default=None, annotation=DataDirOption),
+        *([param("data_dir", default=None, annotation=DataDirOption)] if data_dir else []),
         param("json_out", default=None, annotation=JsonOption),
     ]
 
