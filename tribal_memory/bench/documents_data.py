@@ -31,12 +31,12 @@ from pathlib import Path
 from typing import Any
 
 from tribal_memory.base.errors import InvalidInput, NotFound
+from tribal_memory.bench.suite import dataset_dirs
 
 QUESTIONS_FILE = "python-docs-questions.json"
 DEFAULT_DOCS_DIR = Path("/usr/share/doc/python3.11/html/_sources")
 """Where Debian's ``python3.11-doc`` puts the reST sources of the documentation."""
 
-_PACKAGE_DIR = Path(__file__).resolve().parent.parent
 _SPACE = re.compile(r"\s+")
 
 
@@ -86,7 +86,7 @@ def questions_path() -> Path:
     Raises:
         NotFound: neither directory holds it.
     """
-    for directory in (_PACKAGE_DIR / "_datasets", _PACKAGE_DIR.parent / "benchmarks" / "datasets"):
+    for directory in dataset_dirs():
         if (directory / QUESTIONS_FILE).is_file():
             return directory / QUESTIONS_FILE
     raise NotFound(f"{QUESTIONS_FILE} is not installed with this package")

@@ -69,7 +69,8 @@ class Suite:
     distractors: tuple[str, ...]
 
 
-def _search_dirs() -> tuple[Path, ...]:
+def dataset_dirs() -> tuple[Path, ...]:
+    """Where shipped datasets are looked for: the wheel's ``_datasets``, then the checkout's."""
     return (_PACKAGE_DIR / "_datasets", _PACKAGE_DIR.parent / "benchmarks" / "datasets")
 
 
@@ -80,7 +81,7 @@ def available_suites() -> list[str]:
         Sorted, de-duplicated suite names (file names without ``.json``).
     """
     names: set[str] = set()
-    for directory in _search_dirs():
+    for directory in dataset_dirs():
         if directory.is_dir():
             names.update(path.stem for path in directory.glob("*.json") if path.is_file())
     return sorted(names)
@@ -102,7 +103,7 @@ def suite_path(name: str) -> Path:
         NotFound: No suite of that name exists; the message lists the available ones.
     """
     if name and "/" not in name and "\\" not in name and name not in {".", ".."}:
-        for directory in _search_dirs():
+        for directory in dataset_dirs():
             candidate = directory / f"{name}.json"
             if candidate.is_file():
                 return candidate
