@@ -173,7 +173,36 @@ class SummarySync:
             for r in old
             if r.memory_id in stored and stored[r.memory_id].metadata.get("method") == method
         }
-        texts = self._section_texts(sections, kept)
+        summarizer = Summarizer(settings, self.core.embedder)  # one LLM client per document
+        try:
+            texts = self._section_texts(sections, kept, summarizer)
+            ids, records, bodies, inputs = self._sections(
+                owner, path, doc_id, sections, texts, kept
+            )
+            document_id = self._document(
+                owner, path, doc_id, parsed, bodies, doc_hash, kept, inputs, summarizer
+            )
+        finally:
+            summarizer.close()
+        if document_id is not None:
+            records.append(SummaryRecord(document_id, None, doc_hash))
+        added = self._capture(inputs)
+        self._link(parsed.sections, sections, ids, document_id)
+        keep = {r.memory_id for r in records}
+        gone = [r.memory_id for r in old if r.memory_id not in keep]
+        removed = self.core.delete_many(list(dict.fromkeys(gone))) if gone else 0
+        return SummarySyncResult(records, added, removed)
+
+    def _sections(
+        self,
+        owner: str,
+        path: str,
+        doc_id: str,
+        sections: Sequence[_Wanted],
+        texts: Sequence[SummaryText | None],
+        kept: dict[tuple[bool, str], Any],
+    ) -> tuple[list[str | None], list[SummaryRecord], list[str], list[MemoryInput]]:
+        """Each section's summary id (kept or new), its record, its text, and the new inputs."""
         ids: list[str | None] = []
         inputs: list[MemoryInput] = []
         records: list[SummaryRecord] = []
@@ -198,18 +227,13 @@ class SummarySync:
                     bodies.append(text.text)
                 elif kept_memory is not None:
                     bodies.append(_body(kept_memory.content))
-        document_id = self._document(owner, path, doc_id, parsed, bodies, doc_hash, kept, inputs)
-        if document_id is not None:
-            records.append(SummaryRecord(document_id, None, doc_hash))
-        added = self._capture(inputs)
-        self._link(parsed.sections, sections, ids, document_id)
-        keep = {r.memory_id for r in records}
-        gone = [r.memory_id for r in old if r.memory_id not in keep]
-        removed = self.core.delete_many(list(dict.fromkeys(gone))) if gone else 0
-        return SummarySyncResult(records, added, removed)
+        return ids, records, bodies, inputs
 
     def _section_texts(
-        self, sections: Sequence[_Wanted], kept: dict[tuple[bool, str], Any]
+        self,
+        sections: Sequence[_Wanted],
+        kept: dict[tuple[bool, str], Any],
+        summarizer: Summarizer,
     ) -> list[SummaryText | None]:
         """New summary texts of the sections whose summary cannot be kept (None: kept)."""
         todo = [i for i, w in enumerate(sections) if (False, w.source_hash) not in kept]
@@ -217,13 +241,9 @@ class SummarySync:
         if not todo:
             self._use_llm = True
             return texts
-        summarizer = Summarizer(self.core.settings, self.core.embedder)
-        try:
-            made, self._use_llm = summarizer.section_summaries(
-                [(sections[i].heading, sections[i].body) for i in todo]
-            )
-        finally:
-            summarizer.close()
+        made, self._use_llm = summarizer.section_summaries(
+            [(sections[i].heading, sections[i].body) for i in todo]
+        )
         for i, text in zip(todo, made, strict=True):
             texts[i] = text
         return texts
@@ -274,6 +294,7 @@ class SummarySync:
         doc_hash: str,
         kept: dict[tuple[bool, str], Any],
         inputs: list[MemoryInput],
+        summarizer: Summarizer,
     ) -> str | None:
         """The id of the document's summary (kept or new; None: no section has one).
 
@@ -287,11 +308,7 @@ class SummarySync:
         existing = kept.get((True, doc_hash))
         if existing is not None:
             return self._keep_or_make(owner, path, doc_id, whole, None, meta, existing, inputs)
-        summarizer = Summarizer(self.core.settings, self.core.embedder)
-        try:
-            text = summarizer.document_summary(title, texts, use_llm=self._use_llm)
-        finally:
-            summarizer.close()
+        text = summarizer.document_summary(title, texts, use_llm=self._use_llm)
         if text is None:
             return None
         return self._keep_or_make(owner, path, doc_id, whole, text, meta, None, inputs)
