@@ -93,7 +93,7 @@ class RetrievalController(Controller):
     def search(
         self, data: JSONBody[SearchRequest], service: Service, caller: CallerDep
     ) -> SearchOut:
-        """Hybrid (vector + BM25), vector-only or text-only search.
+        """Search in the request's ``mode``: hybrid (vector + BM25, the default) or another.
 
         Returns up to ``k`` hits, best first; each has its fused ``score`` and
         the ``vector_score``/``text_score`` parts, all in [0, 1], higher better.
@@ -101,7 +101,9 @@ class RetrievalController(Controller):
         alone and says so with ``fallback: "vector"``. No match is an empty list.
 
         ``near`` (with ``steps``, ``types``, ``block``) searches only a
-        memory's graph neighbourhood.
+        memory's graph neighbourhood. ``mode`` and ``mode_reason`` say which
+        mode ran and why (``automatic`` picks one; a ``title`` search that
+        matched no title runs hybrid).
 
         Raises:
             InvalidInput: 400, empty query, k < 1 or an unknown learned part;
