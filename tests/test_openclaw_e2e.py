@@ -37,7 +37,7 @@ from typing import Any
 
 import httpx
 import pytest
-from openclaw_stub import FINAL_TEXT, StubModel
+from openclaw_stub import FINAL_TEXT, StubModel, text_of
 
 from tribal_memory.bench.server_process import ServerProcess, free_port, tribal_server
 
@@ -250,7 +250,12 @@ def _base_config(workspace: Path, gateway_port: int, stub: StubModel, logs: Path
         },
         "logging": {"file": str(logs / "openclaw.log")},
         "agents": {
-            "defaults": {"workspace": str(workspace), "model": {"primary": "stub/stub-model"}}
+            "defaults": {
+                "workspace": str(workspace),
+                "model": {"primary": "stub/stub-model"},
+                # No turns of the gateway's own: every model request is a test's.
+                "heartbeat": {"every": "0m"},
+            }
         },
         "models": {
             "mode": "merge",
@@ -438,7 +443,31 @@ def _turn(setup: Setup, number: int) -> list[dict[str, Any]]:
     reply = json.loads(out[out.index("{") :])
     assert reply["status"] == "ok", out
     assert [p["text"] for p in reply["result"]["payloads"]] == [FINAL_TEXT]
-    return setup.stub.requests[before:]
+    # Only this turn's requests: the gateway may run other agent turns of its
+    # own (a heartbeat, say) against the same model meanwhile.
+    return [r for r in setup.stub.requests[before:] if _asks(r, QUESTION)]
+
+
+def _asks(request: dict[str, Any], question: str) -> bool:
+    """Whether a model request's user messages hold ``question``."""
+    return any(
+        question in text_of(m.get("content"))
+        for m in request.get("messages") or []
+        if m.get("role") == "user"
+    )
+
+
+def _outline(requests: list[dict[str, Any]]) -> str:
+    """Each model request as its messages' roles and tool calls, for a failure message."""
+    lines = []
+    for request in requests:
+        parts = []
+        for m in request.get("messages") or []:
+            calls = [c["function"]["name"] for c in m.get("tool_calls") or []]
+            text = json.dumps(m.get("content"))[:60] if m.get("role") != "system" else ""
+            parts.append(f"{m.get('role')}{calls or ''} {text}")
+        lines.append(" | ".join(parts))
+    return "\n".join(lines)
 
 
 def _tool_results(request: dict[str, Any]) -> dict[str, Any]:
@@ -460,7 +489,7 @@ def test_agent_turns_feed_back_and_learn(setup: Setup) -> None:
     seen: list[dict[str, Any]] = []
     for number in (1, 2, 3):
         requests = _turn(setup, number)
-        assert len(requests) == 3  # search, feedback, reply
+        assert len(requests) == 3, _outline(requests)  # search, feedback, reply
         first, last = requests[0], requests[-1]
         # (d) The start-of-turn hook put the matching memory's block before the question.
         user = "\n".join(str(m["content"]) for m in first["messages"] if m.get("role") == "user")
