@@ -256,6 +256,52 @@ def test_memoised_rows_of_unchanged_keys_survive_a_change(db: Database) -> None:
     assert asked == [keys]
 
 
+def test_a_memo_starts_with_all_rows_and_rereads_only_what_changed(db: Database) -> None:
+    def weights(owner: str, keys: Sequence[str] | None) -> dict[str, list[tuple[str, float]]]:
+        found: dict[str, list[tuple[str, float]]] = {}
+        query = select(QueryFactWeightRow).where(QueryFactWeightRow.owner == owner)
+        if keys is not None:
+            query = query.where(QueryFactWeightRow.query_key.in_(keys))
+        with db.session() as session:
+            for row in session.scalars(query):
+                found.setdefault(row.query_key, []).append((row.memory_id, row.weight))
+        return {key: sorted(rows) for key, rows in found.items()}
+
+    reads: list[list[str] | None] = []
+
+    def read(owner: str, keys: Sequence[str]) -> dict[str, list[tuple[str, float]]]:
+        reads.append(sorted(keys))
+        return weights(owner, keys)
+
+    def read_all(owner: str, limit: int) -> dict[str, list[tuple[str, float]]] | None:
+        reads.append(None)
+        found = weights(owner, None)
+        return found if sum(map(len, found.values())) <= limit else None
+
+    with db.session() as session:
+        for key in ("a", "b", "c"):
+            session.add(QueryFactWeightRow(owner=OWNER, query_key=key, memory_id="m", weight=0.1))
+    memo = RowsByKey(read, read_all=read_all, changed=changed_keys(db))
+    keys = ["a", "b", "d"]
+    assert memo.get(OWNER, keys, _generation(db)) == weights(OWNER, keys) | {"d": []}
+    assert memo.get(OWNER, ["c", "e"], _generation(db)) == weights(OWNER, ["c"]) | {"e": []}
+    assert reads == [None]  # one read of everything; keys first met cost no SQL
+    reads.clear()
+    with db.session() as session:
+        session.add(QueryFactWeightRow(owner=OWNER, query_key="e", memory_id="n", weight=0.3))
+        session.execute(delete(QueryFactWeightRow).where(QueryFactWeightRow.query_key == "a"))
+    everything = ["a", "b", "c", "d", "e"]
+    current = {key: [] for key in everything} | weights(OWNER, everything)
+    assert memo.get(OWNER, everything, _generation(db)) == current
+    assert reads == [["a", "e"]]  # only the changed keys, at once
+    # An owner with more rows than the bound is read key by key.
+    reads.clear()
+    lazy = RowsByKey(read, read_all=read_all, changed=changed_keys(db), preload_rows=2)
+    assert lazy.get(OWNER, ["b", "d"], _generation(db)) == {"b": current["b"], "d": []}
+    assert lazy.get(OWNER, ["c"], _generation(db)) == {"c": current["c"]}
+    assert reads == [None, ["b", "d"], ["c"]]
+
+
 def test_pool_priors_read_the_pools_weights_through_the_memory_index(db: Database) -> None:
     rng = random.Random(3)
     rows = [

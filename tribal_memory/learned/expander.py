@@ -29,7 +29,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
-from sqlalchemy import select
+from sqlalchemy import Row, select
 
 from tribal_memory.base.db import Database
 from tribal_memory.base.tables import QueryExpansionRow
@@ -110,7 +110,9 @@ class LearnedExpansions:
     def __init__(self, db: Database, *, terms_per_use: int = 8) -> None:
         self._db = db
         self.terms_per_use = terms_per_use
-        self._words = RowsByKey(self._read_words, changed=changed_keys(db))
+        self._words = RowsByKey(
+            self._read_words, read_all=self._read_all_words, changed=changed_keys(db)
+        )
 
     def learn(self, owner: str, key: str, query: str, used_contents: Sequence[str]) -> None:
         """Add the content words of ``used_contents`` missing from ``query`` under ``key``."""
@@ -161,21 +163,29 @@ class LearnedExpansions:
 
     def _read_words(self, owner: str, keys: Sequence[str]) -> dict[str, list[tuple[str, float]]]:
         """``{query key: [(word, weight)]}`` of ``owner`` for ``keys``."""
-        found: dict[str, list[tuple[str, float]]] = {}
+        query = _WORDS.where(
+            QueryExpansionRow.owner == owner, QueryExpansionRow.query_key.in_(list(keys))
+        )
         with self._db.session() as session:
-            rows = session.execute(
-                select(
-                    QueryExpansionRow.query_key,
-                    QueryExpansionRow.expansion,
-                    QueryExpansionRow.weight,
-                ).where(
-                    QueryExpansionRow.owner == owner,
-                    QueryExpansionRow.query_key.in_(list(keys)),
-                )
-            ).all()
-        for key, word, weight in rows:
-            found.setdefault(key, []).append((word, weight))
-        return found
+            return _by_key(session.execute(query).all())
+
+    def _read_all_words(self, owner: str, limit: int) -> dict[str, list[tuple[str, float]]] | None:
+        """Every word of ``owner`` by query key, as :meth:`_read_words`; None past ``limit``."""
+        query = _WORDS.where(QueryExpansionRow.owner == owner).limit(limit + 1)
+        with self._db.session() as session:
+            rows = session.execute(query).all()
+        return _by_key(rows) if len(rows) <= limit else None
+
+
+_WORDS = select(QueryExpansionRow.query_key, QueryExpansionRow.expansion, QueryExpansionRow.weight)
+
+
+def _by_key(rows: Sequence[Row[str, str, float]]) -> dict[str, list[tuple[str, float]]]:
+    """``(key, word, weight)`` rows grouped by query key."""
+    found: dict[str, list[tuple[str, float]]] = {}
+    for key, word, weight in rows:
+        found.setdefault(key, []).append((word, weight))
+    return found
 
 
 class LlmVariants:

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import case, func, select
+from sqlalchemy import Row, case, func, select
 
 from tribal_memory.base.db import Database
 from tribal_memory.base.sql import days_since
@@ -126,7 +126,9 @@ class FeedbackTracker:
         self._priors_seen: dict[str, int] = {}
         """owner -> the generation the last :meth:`priors` call saw."""
         self._priors_lock = threading.Lock()
-        self._weights = RowsByKey(self._read_weights, changed=changed_keys(db))
+        self._weights = RowsByKey(
+            self._read_weights, read_all=self._read_all_weights, changed=changed_keys(db)
+        )
 
     # -- events -------------------------------------------------------------------
 
@@ -395,20 +397,36 @@ class FeedbackTracker:
         self, owner: str, keys: Sequence[str]
     ) -> dict[str, list[tuple[str, float, datetime | None]]]:
         """``{query key: [(memory_id, weight, updated_at)]}`` of ``owner`` for ``keys``."""
-        found: dict[str, list[tuple[str, float, datetime | None]]] = {}
+        query = _WEIGHTS.where(
+            QueryFactWeightRow.owner == owner, QueryFactWeightRow.query_key.in_(list(keys))
+        )
         with self._db.session() as session:
-            # Plain columns, not ORM rows: this runs on learned searches.
-            rows = session.execute(
-                select(
-                    QueryFactWeightRow.query_key,
-                    QueryFactWeightRow.memory_id,
-                    QueryFactWeightRow.weight,
-                    QueryFactWeightRow.updated_at,
-                ).where(
-                    QueryFactWeightRow.owner == owner,
-                    QueryFactWeightRow.query_key.in_(list(keys)),
-                )
-            ).all()
-        for key, memory_id, weight, updated_at in rows:
-            found.setdefault(key, []).append((memory_id, weight, updated_at))
-        return found
+            return _by_key(session.execute(query).all())
+
+    def _read_all_weights(
+        self, owner: str, limit: int
+    ) -> dict[str, list[tuple[str, float, datetime | None]]] | None:
+        """Every weight of ``owner`` by query key, as :meth:`_read_weights`; None past ``limit``."""
+        query = _WEIGHTS.where(QueryFactWeightRow.owner == owner).limit(limit + 1)
+        with self._db.session() as session:
+            rows = session.execute(query).all()
+        return _by_key(rows) if len(rows) <= limit else None
+
+
+_WEIGHTS = select(
+    QueryFactWeightRow.query_key,
+    QueryFactWeightRow.memory_id,
+    QueryFactWeightRow.weight,
+    QueryFactWeightRow.updated_at,
+)
+"""Plain columns, not ORM rows: searches read these."""
+
+
+def _by_key(
+    rows: Sequence[Row[str, str, float, datetime | None]],
+) -> dict[str, list[tuple[str, float, datetime | None]]]:
+    """``(key, memory_id, weight, updated_at)`` rows grouped by query key."""
+    found: dict[str, list[tuple[str, float, datetime | None]]] = {}
+    for key, memory_id, weight, updated_at in rows:
+        found.setdefault(key, []).append((memory_id, weight, updated_at))
+    return found

@@ -105,8 +105,8 @@ class Learner:
             ANCHORS_GENERATION,
             self.cache.generation_name(TEAM),
         ]
-        with self._db.session() as session:
-            found = read_generations(session, names)
+        with self._db.reading() as connection:
+            found = read_generations(connection, names)
         return found[names[0]], found[names[1]], found[names[2]]
 
     def close(self) -> None:

@@ -4,17 +4,20 @@ Every learned search reads the feedback weights and the expansion words of
 the past queries similar to it. Those rows change only with feedback (or a
 deletion), and every such change bumps the owner's ``query_cache:<owner>``
 counter (database triggers, migrations 0005 and 0008). So rows read once
-under a counter value answer again until it moves; a key not yet read is read
-from SQL and added. Rows read after the counter was read can only be newer
-than it, never older, so a memo never serves rows older than its counter.
-When the counter moves, the keys the change log names (migration 0009) are
-forgotten and the others kept; when the log cannot say, all are forgotten.
+under a counter value answer again until it moves. A memo starts with all of
+an owner's rows in one read while they are few enough; past that bound a key
+not yet read is read from SQL and added. Rows read after the counter was read
+can only be newer than it, never older, so a memo never serves rows older
+than its counter. When the counter moves, the keys the change log names
+(migration 0009) are read again and the others kept; when the log cannot
+say, the memo starts over.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from tribal_memory.base.db import Database
@@ -26,29 +29,54 @@ _Row = TypeVar("_Row")
 MAX_KEYS = 20_000
 """Most query keys kept per owner; past that the owner's memo starts over."""
 
+PRELOAD_ROWS = 200_000
+"""Most rows an owner may have for its memo to start with all of them (else: lazily)."""
+
+
+@dataclass(slots=True)
+class _Memo(Generic[_Row]):
+    """An owner's rows as of ``generation``; ``complete``: every key with rows is in ``rows``."""
+
+    generation: int
+    rows: dict[str, list[_Row]]
+    complete: bool
+
 
 class RowsByKey(Generic[_Row]):
     """Rows per (owner, query key), reused while the owner's generation is unchanged.
 
+    A memo starts with all of an owner's rows in one read (``read_all``) when
+    it has at most ``preload_rows``, so a search never waits for SQL for a
+    past query it has not met yet; after a change only the changed keys are
+    read again. With more rows, or no ``read_all``, keys are read when first
+    asked for.
+
     Args:
         read: ``read(owner, keys) -> {key: rows}``; keys without rows may be absent.
+        read_all: ``read_all(owner, limit) -> {key: rows}`` of every key of
+            ``owner`` with rows, or None when it has more than ``limit`` rows.
         changed: ``changed(owner, since, until)``: the keys whose rows changed
             between two counter values, None when unknown (see
             :func:`tribal_memory.base.sql.read_changes`); None: forget every key.
         max_keys: Most keys kept per owner.
+        preload_rows: Most rows an owner may have to be read whole.
     """
 
     def __init__(
         self,
         read: Callable[[str, Sequence[str]], dict[str, list[_Row]]],
         *,
+        read_all: Callable[[str, int], dict[str, list[_Row]] | None] | None = None,
         changed: Callable[[str, int, int], set[str] | None] | None = None,
         max_keys: int = MAX_KEYS,
+        preload_rows: int = PRELOAD_ROWS,
     ) -> None:
         self._read = read
+        self._read_all = read_all
         self._changed = changed
         self._max_keys = max_keys
-        self._memo: dict[str, tuple[int, dict[str, list[_Row]]]] = {}
+        self._preload_rows = preload_rows
+        self._memo: dict[str, _Memo[_Row]] = {}
         self._lock = threading.Lock()
 
     def get(self, owner: str, keys: Sequence[str], generation: int | None) -> dict[str, list[_Row]]:
@@ -61,23 +89,41 @@ class RowsByKey(Generic[_Row]):
             return {key: found.get(key, []) for key in keys}
         with self._lock:
             known = self._memo.get(owner)
-        if known is not None and known[0] != generation and len(known[1]) <= self._max_keys:
-            changed = self._changed(owner, known[0], generation) if self._changed else None
-            if changed is not None:  # a new dict: another thread may be reading the old one
-                kept = {key: rows for key, rows in known[1].items() if key not in changed}
-                known = (generation, kept)
+        if known is not None and known.generation != generation:
+            known = self._advanced(owner, known, generation)
+        if known is None:
+            known = self._started(owner, generation)
         with self._lock:
-            if known is None or known[0] != generation or len(known[1]) > self._max_keys:
-                known = (generation, {})
             self._memo[owner] = known
-            rows = known[1]
-            missing = [key for key in keys if key not in rows]
+            rows = known.rows
+            missing = [] if known.complete else [key for key in keys if key not in rows]
         if missing:
             found = self._read(owner, missing)
             with self._lock:
                 for key in missing:
                     rows[key] = found.get(key, [])
-        return {key: rows[key] for key in keys}
+        return {key: rows.get(key, []) for key in keys}
+
+    def _started(self, owner: str, generation: int) -> _Memo[_Row]:
+        """A new memo: all the owner's rows when they are few enough, else an empty lazy one."""
+        if self._read_all is not None:
+            found = self._read_all(owner, self._preload_rows)
+            if found is not None and len(found) <= self._max_keys:
+                return _Memo(generation, found, complete=True)
+        return _Memo(generation, {}, complete=False)
+
+    def _advanced(self, owner: str, known: _Memo[_Row], generation: int) -> _Memo[_Row] | None:
+        """``known`` brought to ``generation`` through the change log (None: start over)."""
+        if len(known.rows) > self._max_keys or self._changed is None:
+            return None
+        changed = self._changed(owner, known.generation, generation)
+        if changed is None:
+            return None
+        # A new dict: another thread may be reading the old one.
+        kept = {key: rows for key, rows in known.rows.items() if key not in changed}
+        if known.complete and changed:
+            kept.update(self._read(owner, sorted(changed)))
+        return _Memo(generation, kept, known.complete)
 
 
 def changed_keys(db: Database) -> Callable[[str, int, int], set[str] | None]:
