@@ -380,11 +380,15 @@ class FeedbackTracker:
         span = max(1e-9, 1.0 - self.min_similarity)
         totals: dict[str, float] = {}
         weights = self._weights.get(owner, list(relevant), generation)
+        now_s = _aware(now).timestamp()
+        half_life_s = self.half_life_days * 86400.0
         for key, rows in weights.items():
             closeness = min(1.0, (relevant[key] - self.min_similarity) / span)
-            for memory_id, weight, updated_at in rows:
-                decayed = self.decayed(weight, updated_at, now)
-                totals[memory_id] = totals.get(memory_id, 0.0) + closeness * decayed
+            for memory_id, weight, updated_s in rows:
+                # As :meth:`decayed`, from seconds since the epoch (read once per row).
+                if updated_s is not None:
+                    weight *= 0.5 ** (max(0.0, now_s - updated_s) / half_life_s)
+                totals[memory_id] = totals.get(memory_id, 0.0) + closeness * weight
         return {
             memory_id: self.max_boost * min(total, 1.0)
             if total >= 0
@@ -393,19 +397,15 @@ class FeedbackTracker:
             if total != 0.0
         }
 
-    def _read_weights(
-        self, owner: str, keys: Sequence[str]
-    ) -> dict[str, list[tuple[str, float, datetime | None]]]:
-        """``{query key: [(memory_id, weight, updated_at)]}`` of ``owner`` for ``keys``."""
+    def _read_weights(self, owner: str, keys: Sequence[str]) -> dict[str, list[_Weight]]:
+        """``{query key: [(memory_id, weight, updated_at s)]}`` of ``owner`` for ``keys``."""
         query = _WEIGHTS.where(
             QueryFactWeightRow.owner == owner, QueryFactWeightRow.query_key.in_(list(keys))
         )
         with self._db.session() as session:
             return _by_key(session.execute(query).all())
 
-    def _read_all_weights(
-        self, owner: str, limit: int
-    ) -> dict[str, list[tuple[str, float, datetime | None]]] | None:
+    def _read_all_weights(self, owner: str, limit: int) -> dict[str, list[_Weight]] | None:
         """Every weight of ``owner`` by query key, as :meth:`_read_weights`; None past ``limit``."""
         query = _WEIGHTS.where(QueryFactWeightRow.owner == owner).limit(limit + 1)
         with self._db.session() as session:
@@ -422,11 +422,14 @@ _WEIGHTS = select(
 """Plain columns, not ORM rows: searches read these."""
 
 
-def _by_key(
-    rows: Sequence[Row[str, str, float, datetime | None]],
-) -> dict[str, list[tuple[str, float, datetime | None]]]:
+_Weight = tuple[str, float, float | None]
+"""A weight of a past query: ``(memory_id, weight, updated_at)``, the time in s since the epoch."""
+
+
+def _by_key(rows: Sequence[Row[str, str, float, datetime | None]]) -> dict[str, list[_Weight]]:
     """``(key, memory_id, weight, updated_at)`` rows grouped by query key."""
-    found: dict[str, list[tuple[str, float, datetime | None]]] = {}
+    found: dict[str, list[_Weight]] = {}
     for key, memory_id, weight, updated_at in rows:
-        found.setdefault(key, []).append((memory_id, weight, updated_at))
+        updated_s = _aware(updated_at).timestamp() if updated_at is not None else None
+        found.setdefault(key, []).append((memory_id, weight, updated_s))
     return found

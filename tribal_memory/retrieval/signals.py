@@ -99,8 +99,15 @@ def add_priors(
     searcher's and, on shared memories, the team's).
     """
     for memory_id in ids:
-        known = [p[memory_id] for p in found if memory_id in p]
-        if known:
-            signals.setdefault(memory_id, Signals()).prior = UsagePrior(
-                max(p.used for p in known), max(p.skipped for p in known)
-            )
+        prior: UsagePrior | None = None
+        for priors in found:
+            own = priors.get(memory_id)
+            if own is not None:
+                prior = own if prior is None else _larger(prior, own)
+        if prior is not None:
+            signals.setdefault(memory_id, Signals()).prior = prior
+
+
+def _larger(a: UsagePrior, b: UsagePrior) -> UsagePrior:
+    """The larger ``used`` and the larger ``skipped`` of two priors."""
+    return UsagePrior(max(a.used, b.used), max(a.skipped, b.skipped))
