@@ -263,3 +263,24 @@ def test_a_row_round_trips_to_the_same_memory() -> None:
         and row["metadata"] == '{"nested": {"k": [1, 2]}, "start_line": 1}'
     )
     assert to_memory(row) == memory
+
+
+def test_a_store_made_without_the_kind_index_gets_it_when_opened(tmp_path: Path) -> None:
+    # Every search excludes summaries by kind; an older store had no index on
+    # the column, so that prefilter read it in every row.
+    store = LanceMemoryStore(str(tmp_path / "db"), "test-model", 8)
+    memories = [_memory(f"m{i}", f"memory {i}") for i in range(20)]
+    store.add([dataclasses.replace(memories[0], kind="summary"), *memories[1:]], _unit(20, 8))
+    store.close()
+    table = lancedb.connect(str(tmp_path / "db")).open_table("memories")
+    kind_index = [i.name for i in table.list_indices() if i.columns == ["kind"]]
+    assert len(kind_index) == 1
+    table.drop_index(kind_index[0])
+    assert not [i for i in table.list_indices() if i.columns == ["kind"]]
+    store = LanceMemoryStore(str(tmp_path / "db"), "test-model", 8)
+    table = lancedb.connect(str(tmp_path / "db")).open_table("memories")
+    assert [str(i.index_type) for i in table.list_indices() if i.columns == ["kind"]] == ["Bitmap"]
+    no_summaries = SearchFilters(exclude_kinds=("summary",))
+    found = store.text_search("memory", no_summaries, 50)
+    assert len(found) == 19 and all(c.memory.kind == "fact" for c in found)
+    store.close()

@@ -5,10 +5,11 @@ The table has a vector column and a native full-text (BM25) index on ``content``
 Vector search uses cosine distance: exact below ``ann_index_min_rows``, an
 IVF_FLAT index above it (retrained as the table grows). Full-text search uses
 LanceDB's inverted index with its English stemmer and stop-word list. Scalar
-indexes on ``memory_id`` (BTREE) and ``owner`` (BITMAP) serve lookups by id
-and owner prefilters. Rows written after an index was built are searched
-unindexed until :meth:`LanceMemoryStore.optimize` folds them in, which also
-compacts files and removes table versions older than ``keep_versions_s``.
+indexes on ``memory_id`` (BTREE), ``owner`` and ``kind`` (BITMAP) serve lookups
+by id, owner prefilters and the summary exclusion of every search. Rows
+written after an index was built are searched unindexed until
+:meth:`LanceMemoryStore.optimize` folds them in, which also compacts files and
+removes table versions older than ``keep_versions_s``.
 
 All calls use LanceDB's async API on one background event loop, so a BM25
 query can run while the caller embeds the query text.
