@@ -25,7 +25,15 @@ from tribal_memory.embeddings.base import Vector
 from tribal_memory.store.base import ScoredMemory
 from tribal_memory.store.event_loop import EventLoop, translated
 from tribal_memory.store.lance_index import AnnIndex
-from tribal_memory.store.lance_rows import COLUMNS, filter_sql, in_list, nearest_rows, scored
+from tribal_memory.store.lance_rows import (
+    COLUMNS,
+    filter_sql,
+    in_list,
+    memory_rows,
+    nearest_rows,
+    scored,
+    to_memory,
+)
 from tribal_memory.store.recent import RecentRows, better, nearest_in, owners_only
 
 NEAREST_NPROBES = 2
@@ -135,8 +143,12 @@ class LanceSearch:
     ) -> list[ScoredMemory]:
         """Cosine similarity in [-1, 1] of ``vector`` to each listed memory passing ``filters``.
 
-        Exact (no index). Ids not stored or not passing ``filters`` are
-        absent; best first; [] for no ids.
+        Exact: the rows are read by id (the ``memory_id`` index) with their
+        vectors, and the cosines computed here. A vector query over the same
+        ids planned a nearest-neighbour search and cost twice as much (at 100k
+        memories, p50 3.3 against 1.7 ms for one id). Ids not stored or not
+        passing ``filters`` are absent; best first (ties: memory id); [] for
+        no ids.
 
         Raises:
             StoreUnavailable: the query failed.
@@ -147,8 +159,21 @@ class LanceSearch:
         extra = filter_sql(filters)
         if extra:
             where = f"({where}) AND ({extra})"
-        query = self._vector_query(vector, where, len(memory_ids), exact=True)
-        return scored(self._loop.run("vector search", query.to_arrow()), "_distance", distance=True)
+        query = self._table.query().where(where).select([*COLUMNS, "vector"])
+        table = self._loop.run("read", query.to_arrow())
+        if not table.num_rows:
+            return []
+        flat = table.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
+        matrix = np.array(flat, dtype=np.float32).reshape(table.num_rows, -1)
+        matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
+        query_vector = np.asarray(vector, dtype=np.float32)
+        cosines = matrix @ (query_vector / max(float(np.linalg.norm(query_vector)), 1e-12))
+        found = [
+            ScoredMemory(to_memory(row), float(cosine))
+            for row, cosine in zip(memory_rows(table), cosines.tolist(), strict=True)
+        ]
+        found.sort(key=lambda s: (-s.score, s.memory.memory_id))
+        return found
 
     def start_text_search(
         self, query: str, filters: SearchFilters, k: int
