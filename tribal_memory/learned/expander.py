@@ -29,12 +29,10 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
-from sqlalchemy import Row, select
-
 from tribal_memory.base.db import Database
 from tribal_memory.base.tables import QueryExpansionRow
 from tribal_memory.learned.llm import ChatClient, LlmUnavailable
-from tribal_memory.learned.memo import RowsByKey, changed_keys
+from tribal_memory.learned.memo import RowsByKey, sql_rows
 from tribal_memory.learned.query_cache import PastQuery
 from tribal_memory.learned.text import content_terms, tokens
 
@@ -110,8 +108,11 @@ class LearnedExpansions:
     def __init__(self, db: Database, *, terms_per_use: int = 8) -> None:
         self._db = db
         self.terms_per_use = terms_per_use
-        self._words = RowsByKey(
-            self._read_words, read_all=self._read_all_words, changed=changed_keys(db)
+        self._words: RowsByKey[tuple[str, float]] = sql_rows(
+            db,
+            QueryExpansionRow,
+            [QueryExpansionRow.expansion, QueryExpansionRow.weight],
+            lambda values: (values[0], values[1]),
         )
 
     def learn(self, owner: str, key: str, query: str, used_contents: Sequence[str]) -> None:
@@ -160,32 +161,6 @@ class LearnedExpansions:
                 scores[word] = scores.get(word, 0.0) + relevant[key] * weight
         words = sorted(scores, key=lambda w: (-scores[w], w))[:limit]
         return " ".join(words) if words else None
-
-    def _read_words(self, owner: str, keys: Sequence[str]) -> dict[str, list[tuple[str, float]]]:
-        """``{query key: [(word, weight)]}`` of ``owner`` for ``keys``."""
-        query = _WORDS.where(
-            QueryExpansionRow.owner == owner, QueryExpansionRow.query_key.in_(list(keys))
-        )
-        with self._db.session() as session:
-            return _by_key(session.execute(query).all())
-
-    def _read_all_words(self, owner: str, limit: int) -> dict[str, list[tuple[str, float]]] | None:
-        """Every word of ``owner`` by query key, as :meth:`_read_words`; None past ``limit``."""
-        query = _WORDS.where(QueryExpansionRow.owner == owner).limit(limit + 1)
-        with self._db.session() as session:
-            rows = session.execute(query).all()
-        return _by_key(rows) if len(rows) <= limit else None
-
-
-_WORDS = select(QueryExpansionRow.query_key, QueryExpansionRow.expansion, QueryExpansionRow.weight)
-
-
-def _by_key(rows: Sequence[Row[str, str, float]]) -> dict[str, list[tuple[str, float]]]:
-    """``(key, word, weight)`` rows grouped by query key."""
-    found: dict[str, list[tuple[str, float]]] = {}
-    for key, word, weight in rows:
-        found.setdefault(key, []).append((word, weight))
-    return found
 
 
 class LlmVariants:

@@ -32,12 +32,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Row, case, func, select
+from sqlalchemy import case, func, select
 
 from tribal_memory.base.db import Database
 from tribal_memory.base.sql import days_since
 from tribal_memory.base.tables import QueryFactWeightRow, RetrievalEventRow, utcnow
-from tribal_memory.learned.memo import RowsByKey, changed_keys
+from tribal_memory.learned.memo import RowsByKey, sql_rows
 from tribal_memory.learned.query_cache import PastQuery
 
 PRIOR_REUSE_S = 60.0
@@ -126,8 +126,9 @@ class FeedbackTracker:
         self._priors_seen: dict[str, int] = {}
         """owner -> the generation the last :meth:`priors` call saw."""
         self._priors_lock = threading.Lock()
-        self._weights = RowsByKey(
-            self._read_weights, read_all=self._read_all_weights, changed=changed_keys(db)
+        weights = QueryFactWeightRow
+        self._weights: RowsByKey[_Weight] = sql_rows(
+            db, weights, [weights.memory_id, weights.weight, weights.updated_at], _weight
         )
 
     # -- events -------------------------------------------------------------------
@@ -257,8 +258,11 @@ class FeedbackTracker:
         """``weight`` halved for every ``half_life_days`` since ``updated_at``."""
         if updated_at is None:
             return weight
-        age_days = max(0.0, (now - _aware(updated_at)).total_seconds() / 86400.0)
-        return float(weight * 0.5 ** (age_days / self.half_life_days))
+        return float(weight * self._decay((now - _aware(updated_at)).total_seconds()))
+
+    def _decay(self, age_s: float) -> float:
+        """The factor a weight keeps after ``age_s`` seconds (1 for a future time)."""
+        return float(0.5 ** (max(0.0, age_s) / (self.half_life_days * 86400.0)))
 
     def priors(
         self,
@@ -381,13 +385,11 @@ class FeedbackTracker:
         totals: dict[str, float] = {}
         weights = self._weights.get(owner, list(relevant), generation)
         now_s = _aware(now).timestamp()
-        half_life_s = self.half_life_days * 86400.0
         for key, rows in weights.items():
             closeness = min(1.0, (relevant[key] - self.min_similarity) / span)
             for memory_id, weight, updated_s in rows:
-                # As :meth:`decayed`, from seconds since the epoch (read once per row).
                 if updated_s is not None:
-                    weight *= 0.5 ** (max(0.0, now_s - updated_s) / half_life_s)
+                    weight *= self._decay(now_s - updated_s)
                 totals[memory_id] = totals.get(memory_id, 0.0) + closeness * weight
         return {
             memory_id: self.max_boost * min(total, 1.0)
@@ -397,39 +399,12 @@ class FeedbackTracker:
             if total != 0.0
         }
 
-    def _read_weights(self, owner: str, keys: Sequence[str]) -> dict[str, list[_Weight]]:
-        """``{query key: [(memory_id, weight, updated_at s)]}`` of ``owner`` for ``keys``."""
-        query = _WEIGHTS.where(
-            QueryFactWeightRow.owner == owner, QueryFactWeightRow.query_key.in_(list(keys))
-        )
-        with self._db.session() as session:
-            return _by_key(session.execute(query).all())
-
-    def _read_all_weights(self, owner: str, limit: int) -> dict[str, list[_Weight]] | None:
-        """Every weight of ``owner`` by query key, as :meth:`_read_weights`; None past ``limit``."""
-        query = _WEIGHTS.where(QueryFactWeightRow.owner == owner).limit(limit + 1)
-        with self._db.session() as session:
-            rows = session.execute(query).all()
-        return _by_key(rows) if len(rows) <= limit else None
-
-
-_WEIGHTS = select(
-    QueryFactWeightRow.query_key,
-    QueryFactWeightRow.memory_id,
-    QueryFactWeightRow.weight,
-    QueryFactWeightRow.updated_at,
-)
-"""Plain columns, not ORM rows: searches read these."""
-
 
 _Weight = tuple[str, float, float | None]
 """A weight of a past query: ``(memory_id, weight, updated_at)``, the time in s since the epoch."""
 
 
-def _by_key(rows: Sequence[Row[str, str, float, datetime | None]]) -> dict[str, list[_Weight]]:
-    """``(key, memory_id, weight, updated_at)`` rows grouped by query key."""
-    found: dict[str, list[_Weight]] = {}
-    for key, memory_id, weight, updated_at in rows:
-        updated_s = _aware(updated_at).timestamp() if updated_at is not None else None
-        found.setdefault(key, []).append((memory_id, weight, updated_s))
-    return found
+def _weight(values: Sequence[Any]) -> _Weight:
+    """A weight row as :class:`RowsByKey` keeps it (the time read once, as seconds)."""
+    memory_id, weight, updated_at = values
+    return memory_id, weight, _aware(updated_at).timestamp() if updated_at is not None else None

@@ -18,7 +18,10 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
+
+from sqlalchemy import Row, select
+from sqlalchemy.orm import InstrumentedAttribute
 
 from tribal_memory.base.db import Database
 from tribal_memory.base.sql import read_changes
@@ -138,3 +141,44 @@ def changed_keys(db: Database) -> Callable[[str, int, int], set[str] | None]:
             return read_changes(session, QueryCache.generation_name(owner), since, until)
 
     return changed
+
+
+def sql_rows(
+    db: Database,
+    table: Any,
+    columns: Sequence[InstrumentedAttribute[Any]],
+    convert: Callable[[Sequence[Any]], _Row],
+) -> RowsByKey[_Row]:
+    """A :class:`RowsByKey` over a learned table keyed by ``(owner, query_key)``.
+
+    Each row is ``convert(values of columns)``; the memo reads one owner's
+    rows for some keys or, at start, all of them (one statement each), and
+    follows the owner's change log (:func:`changed_keys`).
+
+    Args:
+        db: The SQL database.
+        table: A mapped class with ``owner`` and ``query_key`` columns.
+        columns: The columns a row is made of (plain columns, not ORM rows:
+            searches read these).
+        convert: Makes a row from their values.
+    """
+    statement = select(table.query_key, *columns)
+
+    def grouped(found: Sequence[Row[Any]]) -> dict[str, list[_Row]]:
+        rows: dict[str, list[_Row]] = {}
+        for row in found:
+            rows.setdefault(str(row[0]), []).append(convert(tuple(row)[1:]))
+        return rows
+
+    def read(owner: str, keys: Sequence[str]) -> dict[str, list[_Row]]:
+        query = statement.where(table.owner == owner, table.query_key.in_(list(keys)))
+        with db.session() as session:
+            return grouped(session.execute(query).all())
+
+    def read_all(owner: str, limit: int) -> dict[str, list[_Row]] | None:
+        query = statement.where(table.owner == owner).limit(limit + 1)
+        with db.session() as session:
+            found = session.execute(query).all()
+        return grouped(found) if len(found) <= limit else None
+
+    return RowsByKey(read, read_all=read_all, changed=changed_keys(db))

@@ -152,6 +152,15 @@ def memory_rows(table: pa.Table) -> list[dict[str, Any]]:
     return [dict(zip(COLUMNS, values, strict=True)) for values in zip(*columns, strict=True)]
 
 
+def vectors_of(table: pa.Table | pa.RecordBatch) -> np.ndarray:
+    """The ``vector`` column as a writable ``(rows, dim)`` float32 array."""
+    column = table.column("vector")
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    flat = column.flatten().to_numpy(zero_copy_only=False)
+    return np.array(flat, dtype=np.float32).reshape(table.num_rows, -1)
+
+
 def scored(table: pa.Table, score_column: str, *, distance: bool) -> list[ScoredMemory]:
     """Memories of a query answer with their scores, in answer order.
 

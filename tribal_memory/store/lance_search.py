@@ -33,6 +33,7 @@ from tribal_memory.store.lance_rows import (
     nearest_rows,
     scored,
     to_memory,
+    vectors_of,
 )
 from tribal_memory.store.recent import RecentRows, better, nearest_in, owners_only
 
@@ -163,8 +164,7 @@ class LanceSearch:
         table = self._loop.run("read", query.to_arrow())
         if not table.num_rows:
             return []
-        flat = table.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
-        matrix = np.array(flat, dtype=np.float32).reshape(table.num_rows, -1)
+        matrix = vectors_of(table)
         matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
         query_vector = np.asarray(vector, dtype=np.float32)
         cosines = matrix @ (query_vector / max(float(np.linalg.norm(query_vector)), 1e-12))

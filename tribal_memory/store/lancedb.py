@@ -38,7 +38,15 @@ from tribal_memory.embeddings.base import Vector
 from tribal_memory.store.base import MemoryStore, ScoredMemory, StoreCopy
 from tribal_memory.store.event_loop import next_batch, shared_event_loop, translated
 from tribal_memory.store.lance_index import AnnIndex
-from tribal_memory.store.lance_rows import COLUMNS, filter_sql, in_list, quote, to_memory, to_row
+from tribal_memory.store.lance_rows import (
+    COLUMNS,
+    filter_sql,
+    in_list,
+    quote,
+    to_memory,
+    to_row,
+    vectors_of,
+)
 from tribal_memory.store.lance_search import LanceSearch
 from tribal_memory.store.lance_table import open_table, recorded_model
 from tribal_memory.store.lance_upkeep import OptimizePolicy, Upkeep, copy_table
@@ -289,8 +297,7 @@ class LanceMemoryStore(MemoryStore):
         while (batch := self._loop.run("scan", next_batch(reader))) is not None:
             if not batch.num_rows:
                 continue
-            flat = batch.column("vector").flatten().to_numpy(zero_copy_only=False)
-            vectors = np.asarray(flat, dtype=np.float32).reshape(batch.num_rows, self.dim)
+            vectors = vectors_of(batch)
             memories = [to_memory(row) for row in batch.select(list(COLUMNS)).to_pylist()]
             yield memories, vectors
 
