@@ -54,11 +54,9 @@ async def ensure_indexes(table: AsyncTable) -> list[IndexConfig]:
     by id and owner prefilters read an index, not every row. Every search
     that does not ask for summaries has the prefilter ``kind NOT IN
     ('summary')``: without the ``kind`` index it read that column of every
-    row. Measured at 100k memories, p50 without / with the index: a BM25
-    search 10.1 / 5.6 ms, a vector search that counts its rows first 17.2 /
-    12.1 ms, the count alone 2.1 / 0.7 ms (unfiltered: 6.1, 12.1, 0.3). A
-    store made before gets the index when next opened. The IVF index is not
-    made here (see :meth:`AnnIndex.refit`).
+    row, which at 100k memories slowed every search by several ms. A store
+    made before gets the index when next opened. The IVF index is not made
+    here (see :meth:`AnnIndex.refit`).
     """
     indices = await table.list_indices()
     if not has_index(indices, "FTS"):

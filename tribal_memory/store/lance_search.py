@@ -145,11 +145,10 @@ class LanceSearch:
         """Cosine similarity in [-1, 1] of ``vector`` to each listed memory passing ``filters``.
 
         Exact: the rows are read by id (the ``memory_id`` index) with their
-        vectors, and the cosines computed here. A vector query over the same
-        ids planned a nearest-neighbour search and cost twice as much (at 100k
-        memories, p50 3.3 against 1.7 ms for one id). Ids not stored or not
-        passing ``filters`` are absent; best first (ties: memory id); [] for
-        no ids.
+        vectors, and the cosines computed here; a vector query over the same
+        ids plans a nearest-neighbour search and costs about twice as much.
+        Ids not stored or not passing ``filters`` are absent; best first
+        (ties: memory id); [] for no ids.
 
         Raises:
             StoreUnavailable: the query failed.
