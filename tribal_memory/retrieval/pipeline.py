@@ -303,10 +303,11 @@ class Retriever:
         return None
 
     def _signals(self, q: _Search) -> sig.SignalMap:
-        """Stage 5: start the vector and variant searches, then read anchors and feedback.
+        """Stage 5: start the vector and variant searches; anchors, feedback and variants' evidence.
 
         The store's event loop runs the searches while this thread reads the
-        learned tables.
+        learned tables and, once the variants' BM25 searches are done, adds
+        their evidence.
         """
         if q.mode != "text" and q.vector is not None:
             q.vector_search = self._store.start_vector_search(
@@ -334,6 +335,14 @@ class Retriever:
             sig.add_boosts(signals, boosts, merge=True)
             if prior_weight > 0:
                 q.priors.append((TEAM, q.team_generation))
+        # The variants' BM25 searches end well before the vector search: their
+        # evidence is added while it runs.
+        sig.add_expansion(
+            signals,
+            q.expanding,
+            weight=self.settings.expansion_weight,
+            normalisation=self._normalisation(q),
+        )
         return signals
 
     def _fuse(self, q: _Search) -> list[Candidate]:
@@ -363,17 +372,11 @@ class Retriever:
     def _pool_signals(
         self, q: _Search, signals: sig.SignalMap, candidates: Sequence[Candidate]
     ) -> None:
-        """Stage 7: the variants' BM25 evidence and the pool's usage priors into ``signals``.
+        """Stage 7: the pool's usage priors into ``signals``.
 
         Only the pool's memories get a prior (a prior reorders what the query
         retrieved itself), so only theirs are read.
         """
-        sig.add_expansion(
-            signals,
-            q.expanding,
-            weight=self.settings.expansion_weight,
-            normalisation=self._normalisation(q),
-        )
         if not q.priors:
             return
         ids = [c.memory.memory_id for c in candidates]
