@@ -6,20 +6,20 @@
    statement while they hold: the in-memory indexes are kept per generation).
 2. **exact cache** — an eligible cache entry for the exact query key answers
    at once (no embedding, no store query).
-3. **start** — the anchors matched in memory; the count and the BM25 search
-   started on the store's event loop while the query is embedded; BM25 falls
-   back to vector only when too few memories pass the filters.
+3. **start** — the count and the BM25 search started on the store's event
+   loop while the query is embedded; BM25 falls back to vector only when too
+   few memories pass the filters.
 4. **semantic cache** — an eligible entry whose query is at least
    ``semantic_cache_threshold`` similar and a rewording of this one answers.
 5. **signals** — the vector search and the keyword variants' BM25 searches
-   start; meanwhile this thread reads anchors, feedback boosts (the owner's
-   and, on shared memories, the team's) into :class:`.signals.Signals`.
+   start; meanwhile this thread matches anchors (in memory), reads feedback
+   boosts (the owner's and, on shared memories, the team's) and, once the
+   variants' searches are done, their evidence into :class:`.signals.Signals`.
 6. **fusion** — vector and BM25 candidates (``candidate_pool`` each) fused
    and smoothed over adjacent memories (:mod:`.fusion`); in
    ``hybrid_expanded`` mode each is then lifted by its best related candidate
    (:mod:`.graph_expansion`).
-7. **pool signals** — the variants' BM25 evidence, and the usage priors of
-   the pool's memories.
+7. **pool signals** — the usage priors of the pool's memories.
 8. **ranking** — gains added and the top ``k`` chosen (:mod:`.ranking`).
 
 Stages 2, 4 and the feedback part of 5 stay off until the scope (owner) has
@@ -262,11 +262,9 @@ class Retriever:
         return self._cached(q, entry) if entry is not None else None
 
     def _start(self, q: _Search) -> None:
-        """Stage 3: match anchors, start the count and BM25, embed the query."""
-        if q.parts.anchors:
-            q.anchored = self._learner.anchors.search(
-                q.query, q.pool, owners=owners_for(q.scope), generation=q.anchors_generation
-            )
+        """Stage 3: start the count and BM25, embed the query (BM25 alone: match anchors first)."""
+        if q.mode == "text":  # whether anchored memories need the query vector to be scored
+            self._match_anchors(q)
         need_vector = q.mode != "text" or q.has_past or bool(q.anchored)
         # The count (for the BM25 fallback and the store's exact-or-index choice)
         # and BM25 run on the store's event loop while the query is embedded.
@@ -320,6 +318,8 @@ class Retriever:
             q.expanding = [
                 (v, self._store.start_text_scores(v, q.filters, q.pool)) for v in variants
             ]
+        if q.mode != "text":
+            self._match_anchors(q)
         signals: sig.SignalMap = {}
         sig.add_anchors(signals, q.anchored)
         feedback = self._learner.feedback
@@ -405,6 +405,13 @@ class Retriever:
         )
 
     # -- helpers ------------------------------------------------------------------------
+
+    def _match_anchors(self, q: _Search) -> None:
+        """The memories whose anchors match the query (in memory, no SQL while they hold)."""
+        if q.parts.anchors:
+            q.anchored = self._learner.anchors.search(
+                q.query, q.pool, owners=owners_for(q.scope), generation=q.anchors_generation
+            )
 
     def _pools_team(self, q: _Search) -> bool:
         """Whether this search reads the team's signals (on shared memories)."""
