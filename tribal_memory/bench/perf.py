@@ -9,6 +9,9 @@ HTTP with a keep-alive client, after a warm-up:
 - hybrid search, k=10, query embedding included (p50/p95), over the whole
   store and with an owner filter selecting 5% of it;
 - a query-cache hit (the query made cache-eligible by three rounds of feedback);
+- plain and learned search on the store a replay of agents' feedback leaves
+  (:mod:`tribal_memory.bench.perf_feedback`), before the capture step below
+  adds memories, so that they search the store the fresh searches did;
 - batch capture of new short facts (``POST /v1/memories/batch``, real model)
   against the raw ``embed_batch`` throughput of the same model on the same
   texts, interleaved chunk by chunk so machine load hits both alike;
