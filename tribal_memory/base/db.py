@@ -41,6 +41,7 @@ from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from tribal_memory.base.errors import StoreUnavailable
+from tribal_memory.base.sql import read_changes
 
 if TYPE_CHECKING:
     from tribal_memory.base.config import Settings
@@ -372,6 +373,10 @@ class SharedLock:
             connection.close()
 
 
+_KEPT_CHANGE_STEPS = 64
+"""Change-log answers :meth:`Database.changes` keeps (all are forgotten past that)."""
+
+
 class Database:
     """Engine plus session factory; the one handle to the SQL side.
 
@@ -382,6 +387,33 @@ class Database:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self._sessions = sessionmaker(engine, expire_on_commit=False)
+        self._changes: dict[tuple[str, int, int], frozenset[str]] = {}
+        """(counter, since, until) -> the items the change log names (see :meth:`changes`)."""
+        self._changes_lock = threading.Lock()
+
+    def changes(
+        self, connection: Connection | Session, name: str, since: int, until: int
+    ) -> set[str] | None:
+        """:func:`~tribal_memory.base.sql.read_changes`, each answer read once.
+
+        The log of a counter's step from ``since`` to ``until`` never changes
+        once the counter reached ``until``, and the in-memory indexes that
+        follow one counter (past queries, feedback weights, expansion words)
+        all ask for the same step after a feedback: the first reads it, the
+        others reuse it. A few recent steps are kept.
+        """
+        key = (name, since, until)
+        with self._changes_lock:
+            known = self._changes.get(key)
+        if known is not None:
+            return set(known)
+        found = read_changes(connection, name, since, until)
+        if found is not None:
+            with self._changes_lock:
+                if len(self._changes) >= _KEPT_CHANGE_STEPS:
+                    self._changes.clear()
+                self._changes[key] = frozenset(found)
+        return found
 
     @property
     def shared(self) -> bool:

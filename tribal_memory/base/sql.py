@@ -21,7 +21,7 @@ from tribal_memory.base.tables import LearnedChangeRow, LearnedGenerationRow
 _UNIX_EPOCH_JULIAN_DAY = 2440587.5
 
 
-def read_generation(session: Session, name: str) -> int:
+def read_generation(session: Session | Connection, name: str) -> int:
     """The change counter ``name`` of the ``learned_generations`` table (0 when never bumped).
 
     Database triggers (migrations 0005 and 0008) add one to
@@ -64,7 +64,9 @@ _CHANGES = select(LearnedChangeRow.item).where(
 )
 
 
-def read_changes(session: Session, name: str, since: int, until: int) -> set[str] | None:
+def read_changes(
+    session: Session | Connection, name: str, since: int, until: int
+) -> set[str] | None:
     """What the changes counted in ``name`` after ``since`` up to ``until`` touched.
 
     The triggers of migration 0009 log each counted change's query key

@@ -39,7 +39,7 @@ from tribal_memory.base.db import Database
 from tribal_memory.base.errors import InvalidInput
 from tribal_memory.base.models import SHARED_OWNER
 from tribal_memory.base.results import Anchor
-from tribal_memory.base.sql import read_changes, read_generation
+from tribal_memory.base.sql import read_generation
 from tribal_memory.base.tables import FactAnchorRow
 from tribal_memory.learned.text import content_terms, stem
 
@@ -304,14 +304,14 @@ class AnchorIndex:
                 corpus = self._corpus
             if corpus is not None and generation is not None and corpus.generation == generation:
                 return corpus
-            with self._db.session() as session:
+            with self._db.reading() as session:  # a plain connection: on a search's path
                 if generation is None:
                     # Any add, use, promotion or removal, by any process (a database trigger).
                     generation = read_generation(session, GENERATION)
                     if corpus is not None and corpus.generation == generation:
                         return corpus
                 changed = (
-                    read_changes(session, GENERATION, corpus.generation, generation)
+                    self._db.changes(session, GENERATION, corpus.generation, generation)
                     if corpus is not None
                     else None
                 )

@@ -24,7 +24,6 @@ from sqlalchemy import Row, select
 from sqlalchemy.orm import InstrumentedAttribute
 
 from tribal_memory.base.db import Database
-from tribal_memory.base.sql import read_changes
 from tribal_memory.learned.query_cache import QueryCache
 
 _Row = TypeVar("_Row")
@@ -137,8 +136,8 @@ def changed_keys(db: Database) -> Callable[[str, int, int], set[str] | None]:
     """
 
     def changed(owner: str, since: int, until: int) -> set[str] | None:
-        with db.session() as session:
-            return read_changes(session, QueryCache.generation_name(owner), since, until)
+        with db.reading() as connection:
+            return db.changes(connection, QueryCache.generation_name(owner), since, until)
 
     return changed
 
@@ -152,8 +151,9 @@ def sql_rows(
     """A :class:`RowsByKey` over a learned table keyed by ``(owner, query_key)``.
 
     Each row is ``convert(values of columns)``; the memo reads one owner's
-    rows for some keys or, at start, all of them (one statement each), and
-    follows the owner's change log (:func:`changed_keys`).
+    rows for some keys or, at start, all of them (one statement each, on a
+    plain connection: these reads are on a search's path), and follows the
+    owner's change log (:func:`changed_keys`).
 
     Args:
         db: The SQL database.
@@ -172,13 +172,13 @@ def sql_rows(
 
     def read(owner: str, keys: Sequence[str]) -> dict[str, list[_Row]]:
         query = statement.where(table.owner == owner, table.query_key.in_(list(keys)))
-        with db.session() as session:
-            return grouped(session.execute(query).all())
+        with db.reading() as connection:
+            return grouped(connection.execute(query).all())
 
     def read_all(owner: str, limit: int) -> dict[str, list[_Row]] | None:
         query = statement.where(table.owner == owner).limit(limit + 1)
-        with db.session() as session:
-            found = session.execute(query).all()
+        with db.reading() as connection:
+            found = connection.execute(query).all()
         return grouped(found) if len(found) <= limit else None
 
     return RowsByKey(read, read_all=read_all, changed=changed_keys(db))

@@ -26,7 +26,7 @@ from sqlalchemy import select
 
 from tribal_memory.base.db import Database
 from tribal_memory.base.models import Memory, memory_from_json, memory_to_json
-from tribal_memory.base.sql import read_changes, read_generation
+from tribal_memory.base.sql import read_generation
 from tribal_memory.base.tables import QueryCacheRow, utcnow
 from tribal_memory.embeddings.base import Vector
 
@@ -173,7 +173,7 @@ class QueryCache:
             cached = self._indexes.get(owner)
         if cached is not None and generation is not None and cached.generation == generation:
             return None if cached.empty else cached
-        with self._db.session() as session:
+        with self._db.reading() as session:  # a plain connection: on a search's path
             if generation is None:
                 generation = read_generation(session, self.generation_name(owner))
                 if cached is not None and cached.generation == generation:
@@ -181,7 +181,9 @@ class QueryCache:
             # After a feedback only the entries it touched are read again (the
             # change log of migration 0009); else, or when the log cannot say, all.
             changed = (
-                read_changes(session, self.generation_name(owner), cached.generation, generation)
+                self._db.changes(
+                    session, self.generation_name(owner), cached.generation, generation
+                )
                 if cached is not None
                 else None
             )
