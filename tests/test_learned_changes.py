@@ -349,3 +349,76 @@ def test_pool_priors_read_the_pools_weights_through_the_memory_index(db: Databas
     with db.engine.connect() as connection:
         plan = connection.exec_driver_sql(f"EXPLAIN QUERY PLAN {statement}", parameters).all()
     assert "ix_query_fact_weights_memory" in str(plan)
+
+
+def test_priors_after_each_change_equal_the_sums_sql_computes(db: Database) -> None:
+    """Priors from the in-memory weights, patched by the change log, match SQL's sums.
+
+    Each step changes the weights the way feedback and deletions do (a weight
+    moved, a new (query, memory) pair, every weight of a memory under one key
+    removed, a new key) and asks for the priors of every memory at the new
+    generation, twice, so both the first-search and the all-priors paths run.
+    """
+    rng = random.Random(11)
+    now = utcnow()
+    with db.session() as session:
+        session.execute(
+            insert(QueryFactWeightRow),
+            [
+                {
+                    "owner": OWNER,
+                    "query_key": f"key {k}",
+                    "memory_id": f"m{m:03d}",
+                    "weight": rng.uniform(-1, 1),
+                    "updated_at": now - timedelta(days=rng.uniform(0, 60)),
+                }
+                for k in range(20)
+                for m in rng.sample(range(120), 12)
+            ],
+        )
+    tracker = FeedbackTracker(
+        db,
+        learning_rate=0.3,
+        penalty_rate=0.1,
+        half_life_days=30,
+        min_similarity=0.7,
+        max_boost=0.3,
+        max_penalty=0.2,
+    )
+    every = [f"m{m:03d}" for m in range(130)]
+    weights = QueryFactWeightRow
+
+    def check() -> None:
+        whole = tracker._read_priors(OWNER, now)
+        for _ in range(2):
+            found = tracker.priors(OWNER, now, every, generation=_generation(db))
+            assert set(found) == set(whole)
+            for memory_id, prior in found.items():
+                assert prior.used == pytest.approx(whole[memory_id].used, rel=1e-9)
+                assert prior.skipped == pytest.approx(whole[memory_id].skipped, rel=1e-9)
+
+    check()
+    for step in range(12):
+        with db.session() as session:
+            row = session.scalars(select(weights).where(weights.owner == OWNER).limit(1)).first()
+            assert row is not None
+            row.weight = -row.weight if step % 2 else 0.0
+            key = f"key {rng.randrange(20)}"
+            memory = session.scalars(
+                select(weights.memory_id).where(weights.owner == OWNER, weights.query_key == key)
+            ).first()
+            session.execute(
+                delete(weights).where(
+                    weights.owner == OWNER, weights.query_key == key, weights.memory_id == memory
+                )
+            )
+            session.add(
+                weights(
+                    owner=OWNER,
+                    query_key=f"key {20 + step}",
+                    memory_id=f"m{120 + step % 10:03d}",
+                    weight=rng.uniform(-1, 1),
+                    updated_at=now - timedelta(days=rng.uniform(0, 10)),
+                )
+            )
+        check()

@@ -39,6 +39,7 @@ from tribal_memory.base.sql import days_since
 from tribal_memory.base.tables import QueryFactWeightRow, RetrievalEventRow, utcnow
 from tribal_memory.learned.memo import RowsByKey, sql_rows
 from tribal_memory.learned.query_cache import PastQuery
+from tribal_memory.learned.usage_index import UsageIndex, Weight
 
 PRIOR_REUSE_S = 60.0
 """Longest time usage priors computed for an unchanged cache generation are reused, in s."""
@@ -127,9 +128,10 @@ class FeedbackTracker:
         """owner -> the generation the last :meth:`priors` call saw."""
         self._priors_lock = threading.Lock()
         weights = QueryFactWeightRow
-        self._weights: RowsByKey[_Weight] = sql_rows(
+        self._weights: RowsByKey[Weight] = sql_rows(
             db, weights, [weights.memory_id, weights.weight, weights.updated_at], _weight
         )
+        self._usage = UsageIndex(db, self._weights)
 
     # -- events -------------------------------------------------------------------
 
@@ -279,12 +281,15 @@ class FeedbackTracker:
         (query-independent click priors); the caller scales them and applies
         them only to memories the query already retrieved.
 
-        Reading every weight of an owner costs tens of ms once thousands of
-        (query, memory) pairs exist, and each feedback changes them. So the
-        first search after a change reads the weights of ``memory_ids`` only
-        (one indexed SQL query); once a second search finds the same
-        generation (feedback has paused), all of the owner's priors are read
-        and reused while the generation holds.
+        The weights come from memory (:class:`~.usage_index.UsageIndex`:
+        the feedback weights memo turned around per memory, moved by the
+        query keys each feedback changed) while the memo holds all of the
+        owner's weights, else from SQL, where summing every weight of an
+        owner costs tens of ms once thousands of (query, memory) pairs
+        exist. Each feedback changes them, so the first search after a
+        change computes the priors of ``memory_ids`` only; once a second
+        search finds the same generation (feedback has paused), all of the
+        owner's priors are computed and reused while the generation holds.
 
         Args:
             owner: Whose weights.
@@ -312,12 +317,37 @@ class FeedbackTracker:
             and time.monotonic() - known[1] < PRIOR_REUSE_S
         ):
             return {m: known[2][m] for m in memory_ids if m in known[2]}
-        if not seen_once:  # feedback may still be flowing: read only what is asked
-            return self._read_priors(owner, now, memory_ids)
-        computed = self._read_priors(owner, now)
+        if not seen_once:  # feedback may still be flowing: compute only what is asked
+            return self._priors_at(owner, now, memory_ids, generation)
+        computed = self._priors_at(owner, now, None, generation)
         with self._priors_lock:
             self._priors[owner] = (generation, time.monotonic(), computed)
         return {m: computed[m] for m in memory_ids if m in computed}
+
+    def _priors_at(
+        self, owner: str, now: datetime, memory_ids: Collection[str] | None, generation: int
+    ) -> dict[str, UsagePrior]:
+        """Priors of ``memory_ids`` (None: all) from the in-memory weights, else from SQL."""
+        found = self._usage.weights_of(owner, generation, memory_ids)
+        if found is None:
+            return self._read_priors(owner, now, memory_ids)
+        now_s = _aware(now).timestamp()
+        priors: dict[str, UsagePrior] = {}
+        for memory_id, weights in found.items():
+            used = skipped = 0.0
+            counted = False
+            for weight, updated_s in weights.values():
+                if weight == 0:
+                    continue
+                counted = True
+                value = weight * self._decay(now_s - updated_s) if updated_s is not None else weight
+                if weight > 0:
+                    used += value
+                else:
+                    skipped -= value
+            if counted:
+                priors[memory_id] = UsagePrior(min(1.0, used), min(1.0, skipped))
+        return priors
 
     def _read_priors(
         self, owner: str, now: datetime, memory_ids: Collection[str] | None = None
@@ -400,11 +430,7 @@ class FeedbackTracker:
         }
 
 
-_Weight = tuple[str, float, float | None]
-"""A weight of a past query: ``(memory_id, weight, updated_at)``, the time in s since the epoch."""
-
-
-def _weight(values: Sequence[Any]) -> _Weight:
+def _weight(values: Sequence[Any]) -> Weight:
     """A weight row as :class:`RowsByKey` keeps it (the time read once, as seconds)."""
     memory_id, weight, updated_at = values
     return memory_id, weight, _aware(updated_at).timestamp() if updated_at is not None else None

@@ -16,7 +16,7 @@ say, the memo starts over.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -89,14 +89,8 @@ class RowsByKey(Generic[_Row]):
         if generation is None:
             found = self._read(owner, keys)
             return {key: found.get(key, []) for key in keys}
+        known = self._brought(owner, generation)
         with self._lock:
-            known = self._memo.get(owner)
-        if known is not None and known.generation != generation:
-            known = self._advanced(owner, known, generation)
-        if known is None:
-            known = self._started(owner, generation)
-        with self._lock:
-            self._memo[owner] = known
             rows = known.rows
             missing = [] if known.complete else [key for key in keys if key not in rows]
         if missing:
@@ -105,6 +99,28 @@ class RowsByKey(Generic[_Row]):
                 for key in missing:
                     rows[key] = found.get(key, [])
         return {key: rows.get(key, []) for key in keys}
+
+    def snapshot(self, owner: str, generation: int) -> tuple[Mapping[str, list[_Row]], bool]:
+        """The owner's memo brought to ``generation``: ``(rows per key, complete)``.
+
+        A complete memo's rows are every key's rows and are never changed in
+        place (a change makes a new mapping), so a caller may keep them and
+        compare them by identity; an incomplete one holds only keys read so far.
+        """
+        known = self._brought(owner, generation)
+        return known.rows, known.complete
+
+    def _brought(self, owner: str, generation: int) -> _Memo[_Row]:
+        """The owner's memo at ``generation``: kept, advanced through the change log, or new."""
+        with self._lock:
+            known = self._memo.get(owner)
+        if known is not None and known.generation != generation:
+            known = self._advanced(owner, known, generation)
+        if known is None:
+            known = self._started(owner, generation)
+        with self._lock:
+            self._memo[owner] = known
+        return known
 
     def _started(self, owner: str, generation: int) -> _Memo[_Row]:
         """A new memo: all the owner's rows when they are few enough, else an empty lazy one."""
