@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from datetime import UTC
 from typing import Literal
 
-from sqlalchemy import Row, delete, or_, select
+from sqlalchemy import Row, bindparam, delete, or_, select
 
 from tribal_memory.base.db import Database
 from tribal_memory.base.errors import InvalidInput
@@ -160,6 +160,13 @@ class AnchorIndex:
         self._stems_of: dict[str, frozenset[str]] = {}
         """Anchor text -> its stems: of the active anchors as of the last full reload, plus
         those patched in since (reloads stem only new texts)."""
+        self._active_rows = select(
+            FactAnchorRow.owner, FactAnchorRow.memory_id, FactAnchorRow.anchor_text
+        ).where(or_(FactAnchorRow.source != "learned", FactAnchorRow.uses >= min_uses))
+        """The (owner, memory id, text) of every active anchor (the rule of ``_active``)."""
+        self._active_rows_of = self._active_rows.where(
+            FactAnchorRow.memory_id.in_(bindparam("ids", expanding=True))
+        )
 
     def _active(self, row: FactAnchorRow) -> bool:
         return row.source != "learned" or row.uses >= self.min_uses
@@ -319,12 +326,13 @@ class AnchorIndex:
                     changed = None
                 # Plain columns of the active anchors only (the rule of _active, in SQL):
                 # this runs after every feedback that touches an anchor.
-                statement = select(
-                    FactAnchorRow.owner, FactAnchorRow.memory_id, FactAnchorRow.anchor_text
-                ).where(or_(FactAnchorRow.source != "learned", FactAnchorRow.uses >= self.min_uses))
-                if changed is not None:
-                    statement = statement.where(FactAnchorRow.memory_id.in_(list(changed)))
-                rows = session.execute(statement).all() if changed != set() else []
+                if changed is None:
+                    rows = session.execute(self._active_rows).all()
+                elif changed:
+                    found = session.execute(self._active_rows_of, {"ids": list(changed)})
+                    rows = found.all()
+                else:
+                    rows = []
             if corpus is None or changed is None:
                 return self._rebuilt(generation, rows)
             self._patch(corpus, generation, changed, rows)

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from sqlalchemy import Row, select
+from sqlalchemy import Row, bindparam, select
 from sqlalchemy.orm import InstrumentedAttribute
 
 from tribal_memory.base.db import Database
@@ -138,7 +138,9 @@ class RowsByKey(Generic[_Row]):
         if changed is None:
             return None
         # A new dict: another thread may be reading the old one.
-        kept = {key: rows for key, rows in known.rows.items() if key not in changed}
+        kept = dict(known.rows)
+        for key in changed:
+            kept.pop(key, None)
         if known.complete and changed:
             kept.update(self._read(owner, sorted(changed)))
         return _Memo(generation, kept, known.complete)
@@ -179,6 +181,9 @@ def sql_rows(
         convert: Makes a row from their values.
     """
     statement = select(table.query_key, *columns)
+    of_keys = statement.where(
+        table.owner == bindparam("owner"), table.query_key.in_(bindparam("keys", expanding=True))
+    )
 
     def grouped(found: Sequence[Row[Any]]) -> dict[str, list[_Row]]:
         rows: dict[str, list[_Row]] = {}
@@ -187,9 +192,8 @@ def sql_rows(
         return rows
 
     def read(owner: str, keys: Sequence[str]) -> dict[str, list[_Row]]:
-        query = statement.where(table.owner == owner, table.query_key.in_(list(keys)))
         with db.reading() as connection:
-            return grouped(connection.execute(query).all())
+            return grouped(connection.execute(of_keys, {"owner": owner, "keys": list(keys)}).all())
 
     def read_all(owner: str, limit: int) -> dict[str, list[_Row]] | None:
         query = statement.where(table.owner == owner).limit(limit + 1)

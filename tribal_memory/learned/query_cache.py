@@ -15,6 +15,7 @@ and learned expansions look up by similarity (:meth:`QueryCache.similar`).
 
 from __future__ import annotations
 
+import bisect
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 
 from tribal_memory.base.db import Database
 from tribal_memory.base.models import Memory, memory_from_json, memory_to_json
@@ -189,10 +190,13 @@ class QueryCache:
             )
             if changed is not None and len(changed) > MAX_PATCHED:
                 changed = None
-            statement = _PAST_COLUMNS.where(QueryCacheRow.owner == owner)
-            if changed is not None:
-                statement = statement.where(QueryCacheRow.query_key.in_(list(changed)))
-            rows = session.execute(statement).all() if changed != set() else []
+            if changed is None:
+                rows = session.execute(_PAST_OF_OWNER, {"owner": owner}).all()
+            elif changed:
+                keys = {"owner": owner, "keys": list(changed)}
+                rows = session.execute(_PAST_OF_KEYS, keys).all()
+            else:
+                rows = []
         if cached is not None and changed is not None:
             index = _patched(cached, generation, changed, self._entries(rows))
         else:
@@ -316,6 +320,8 @@ _PAST_COLUMNS = select(
     QueryCacheRow.query_vector,
 )
 """What :meth:`QueryCache.past_queries` reads of an entry."""
+_PAST_OF_OWNER = _PAST_COLUMNS.where(QueryCacheRow.owner == bindparam("owner"))
+_PAST_OF_KEYS = _PAST_OF_OWNER.where(QueryCacheRow.query_key.in_(bindparam("keys", expanding=True)))
 
 
 @dataclass(slots=True)
@@ -347,22 +353,40 @@ def _patched(
 
     The same index, row for row, as :func:`_built` over every row would
     give (both in key order, vectors normalised one row at a time), read
-    from a few rows instead of all. ``index`` itself is not changed (a
-    search may still be using it).
+    from a few rows instead of all: the changed keys' rows are taken out and
+    the fresh ones put in at their places in key order (a feedback changes
+    one or two keys of thousands, so nothing else moves). ``index`` itself
+    is not changed (a search may still be using it).
     """
-    kept = [i for i, key in enumerate(index.keys) if key not in changed]
-    keys = [index.keys[i] for i in kept] + fresh.keys
-    if not keys:
+    if not index.keys:
         return _built(generation, fresh)
-    order = sorted(range(len(keys)), key=keys.__getitem__)
-    texts = [index.texts[i] for i in kept] + fresh.texts
-    flags = np.concatenate([index.eligible[kept], np.array(fresh.flags, dtype=bool)])
-    matrix = np.concatenate([m for m in (index.matrix[kept], fresh.matrix) if len(m)])
+    gone = sorted(i for key in changed if (i := _position(index.keys, key)) is not None)
+    keys, texts = list(index.keys), list(index.texts)
+    for i in reversed(gone):
+        del keys[i], texts[i]
+    flags = np.delete(index.eligible, gone)
+    matrix = np.delete(index.matrix, gone, axis=0)
+    if fresh.keys:
+        # Places among the kept keys; np.insert puts each row before its place.
+        places = [bisect.bisect_left(keys, key) for key in fresh.keys]
+        flags = np.insert(flags, places, np.array(fresh.flags, dtype=bool))
+        matrix = np.insert(matrix, places, fresh.matrix, axis=0)
+        for offset, (place, key, text) in enumerate(
+            zip(places, fresh.keys, fresh.texts, strict=True)
+        ):
+            keys.insert(place + offset, key)
+            texts.insert(place + offset, text)
     return PastQueries(
         generation,
-        [keys[i] for i in order],
-        [texts[i] for i in order],
-        flags[order],
-        matrix[order],
+        keys,
+        texts,
+        flags,
+        matrix,
         frozenset((index.eligible_keys - changed) | fresh.eligible_keys),
     )
+
+
+def _position(keys: Sequence[str], key: str) -> int | None:
+    """Where ``key`` is in the sorted ``keys`` (None: absent)."""
+    i = bisect.bisect_left(keys, key)
+    return i if i < len(keys) and keys[i] == key else None
