@@ -302,22 +302,8 @@ def test_a_memo_starts_with_all_rows_and_rereads_only_what_changed(db: Database)
     assert reads == [None, ["b", "d"], ["c"]]
 
 
-def test_pool_priors_read_the_pools_weights_through_the_memory_index(db: Database) -> None:
-    rng = random.Random(3)
-    rows = [
-        {
-            "owner": OWNER,
-            "query_key": f"key {k}",
-            "memory_id": f"m{m:03d}",
-            "weight": rng.uniform(-1, 1),
-            "updated_at": utcnow() - timedelta(days=rng.uniform(0, 60)),
-        }
-        for k in range(30)
-        for m in rng.sample(range(400), 40)
-    ]
-    with db.session() as session:
-        session.execute(insert(QueryFactWeightRow), rows)
-    tracker = FeedbackTracker(
+def _tracker(db: Database) -> FeedbackTracker:
+    return FeedbackTracker(
         db,
         learning_rate=0.3,
         penalty_rate=0.1,
@@ -326,6 +312,30 @@ def test_pool_priors_read_the_pools_weights_through_the_memory_index(db: Databas
         max_boost=0.3,
         max_penalty=0.2,
     )
+
+
+def _add_random_weights(
+    db: Database, rng: random.Random, *, keys: int, memories: int, per_key: int
+) -> None:
+    """``per_key`` weights in [-1, 1], up to 60 days old, under each of ``keys`` query keys."""
+    rows = [
+        {
+            "owner": OWNER,
+            "query_key": f"key {k}",
+            "memory_id": f"m{m:03d}",
+            "weight": rng.uniform(-1, 1),
+            "updated_at": utcnow() - timedelta(days=rng.uniform(0, 60)),
+        }
+        for k in range(keys)
+        for m in rng.sample(range(memories), per_key)
+    ]
+    with db.session() as session:
+        session.execute(insert(QueryFactWeightRow), rows)
+
+
+def test_pool_priors_read_the_pools_weights_through_the_memory_index(db: Database) -> None:
+    _add_random_weights(db, random.Random(3), keys=30, memories=400, per_key=40)
+    tracker = _tracker(db)
     statements: list[tuple[str, Any]] = []
 
     def capture(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
@@ -361,30 +371,8 @@ def test_priors_after_each_change_equal_the_sums_sql_computes(db: Database) -> N
     """
     rng = random.Random(11)
     now = utcnow()
-    with db.session() as session:
-        session.execute(
-            insert(QueryFactWeightRow),
-            [
-                {
-                    "owner": OWNER,
-                    "query_key": f"key {k}",
-                    "memory_id": f"m{m:03d}",
-                    "weight": rng.uniform(-1, 1),
-                    "updated_at": now - timedelta(days=rng.uniform(0, 60)),
-                }
-                for k in range(20)
-                for m in rng.sample(range(120), 12)
-            ],
-        )
-    tracker = FeedbackTracker(
-        db,
-        learning_rate=0.3,
-        penalty_rate=0.1,
-        half_life_days=30,
-        min_similarity=0.7,
-        max_boost=0.3,
-        max_penalty=0.2,
-    )
+    _add_random_weights(db, rng, keys=20, memories=120, per_key=12)
+    tracker = _tracker(db)
     every = [f"m{m:03d}" for m in range(130)]
     weights = QueryFactWeightRow
 
