@@ -27,7 +27,7 @@ import numpy as np
 from tribal_memory.base.errors import InvalidInput, NotFound
 from tribal_memory.base.models import SHARED_OWNER, Memory, SearchFilters
 from tribal_memory.embeddings.base import Embedder, Vector
-from tribal_memory.store.base import MemoryStore, ScoredMemory, StoreCopy
+from tribal_memory.store.base import MemoryStore, RowRef, ScoredMemory, StoreCopy
 
 _T = TypeVar("_T")
 _WORD = re.compile(r"\w+")
@@ -161,7 +161,9 @@ class InMemoryStore(MemoryStore):
     def _cosine(vector: Vector, rows: Sequence[tuple[Memory, Vector]]) -> list[ScoredMemory]:
         query = np.asarray(vector, dtype=np.float32)
         scored = [
-            ScoredMemory(m, float(v @ query / (np.linalg.norm(v) * np.linalg.norm(query))))
+            ScoredMemory(
+                m, float(v @ query / (np.linalg.norm(v) * np.linalg.norm(query))), m.memory_id
+            )
             for m, v in rows
         ]
         return sorted(scored, key=lambda s: -s.score)
@@ -216,7 +218,7 @@ class InMemoryStore(MemoryStore):
                 if t in words
             )
             if score > 0:
-                found.append(ScoredMemory(memory, score))
+                found.append(ScoredMemory(memory, score, memory.memory_id))
         return sorted(found, key=lambda s: -s.score)[:k]
 
     def start_text_search(
@@ -226,7 +228,7 @@ class InMemoryStore(MemoryStore):
 
     def start_text_scores(
         self, query: str, filters: SearchFilters, k: int
-    ) -> Future[list[tuple[str, float]]]:
+    ) -> Future[list[tuple[RowRef, float]]]:
         return _done([(s.memory.memory_id, s.score) for s in self._bm25(query, filters, k)])
 
     # -- versions, maintenance, diagnostics ---------------------------------------

@@ -21,8 +21,9 @@ from tribal_memory.retrieval.signals import (
     add_boosts,
     add_expansion,
     add_priors,
+    expansion_of,
 )
-from tribal_memory.store.base import ScoredMemory
+from tribal_memory.store.base import RowRef, ScoredMemory
 
 SETTINGS = Settings(
     anchor_weight=0.6,
@@ -68,8 +69,8 @@ def _rank(candidates: list[Candidate], signals: SignalMap, k: int = 3) -> list[t
     return [(h.memory.memory_id, round(h.score, 6)) for h in _hits(candidates, signals, k)]
 
 
-def _done(found: list[tuple[str, float]]) -> Future[list[tuple[str, float]]]:
-    future: Future[list[tuple[str, float]]] = Future()
+def _done(found: list[tuple[RowRef, float]]) -> Future[list[tuple[RowRef, float]]]:
+    future: Future[list[tuple[RowRef, float]]] = Future()
     future.set_result(found)
     return future
 
@@ -97,9 +98,12 @@ def test_the_teams_boost_does_not_add_to_the_owners_own() -> None:
 def test_a_variant_counts_only_where_it_beats_the_querys_own_bm25() -> None:
     pool = _pool(("a", 0.6, 0.9), ("b", 0.5, 0.0))
     signals: SignalMap = {}
-    variant: VariantSearch = ("deploy freeze", _done([("a", 4.0), ("b", 4.0)]))
-    add_expansion(signals, [variant], weight=0.5, normalisation="max")
+    # The store names rows by its own references; the pool's searches map them to memories.
+    variant: VariantSearch = ("deploy freeze", _done([(11, 4.0), (12, 4.0), (13, 4.0)]))
+    found = expansion_of([variant], weight=0.5, normalisation="max")
+    add_expansion(signals, found, {11: "a", 12: "b"})
     assert signals["a"].expansion == signals["b"].expansion == 0.5
+    assert set(signals) == {"a", "b"}  # row 13 is outside the pool: its evidence is dropped
     hits = _hits(pool, signals, k=2)
     by_id = {h.memory.memory_id: h for h in hits}
     assert by_id["a"].score == pytest.approx(0.6)  # its own BM25 (0.9) beats 0.5

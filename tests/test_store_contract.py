@@ -325,12 +325,18 @@ def test_text_search_ranks_the_higher_bm25_first(store: MemoryStore) -> None:
         _memory("dense", "quokka quokka quokka"),
         _memory("other", "nothing to see here"),
     ]
-    store.add(memories, _unit(3))
+    vectors = _unit(3)
+    store.add(memories, vectors)
     found = store.text_search("quokka", SearchFilters(), 10)
     assert [s.memory.memory_id for s in found] == ["dense", "long"]
     assert found[0].score > found[1].score > 0
     scores = store.start_text_scores("quokka", SearchFilters(), 10).result()
-    assert scores == [(s.memory.memory_id, s.score) for s in found]
+    assert all(s.ref is not None for s in found)
+    assert scores == [(s.ref, s.score) for s in found]
+    # The vector search names the same rows by the same references.
+    nearest = store.vector_search(vectors[0], SearchFilters(), 20)
+    by_ref = {s.ref: s.memory.memory_id for s in nearest}
+    assert all(by_ref[ref] == s.memory.memory_id for (ref, _), s in zip(scores, found, strict=True))
     assert store.start_text_search("quokka", SearchFilters(), 1).result() == found[:1]
 
 

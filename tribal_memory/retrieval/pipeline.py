@@ -13,13 +13,15 @@
    ``semantic_cache_threshold`` similar and a rewording of this one answers.
 5. **signals** — the vector search and the keyword variants' BM25 searches
    start; meanwhile this thread matches anchors (in memory), reads feedback
-   boosts (the owner's and, on shared memories, the team's) and, once the
-   variants' searches are done, their evidence into :class:`.signals.Signals`.
+   boosts (the owner's and, on shared memories, the team's) into
+   :class:`.signals.Signals` and, once the variants' searches are done,
+   gathers their evidence per row.
 6. **fusion** — vector and BM25 candidates (``candidate_pool`` each) fused
    and smoothed over adjacent memories (:mod:`.fusion`); in
    ``hybrid_expanded`` mode each is then lifted by its best related candidate
    (:mod:`.graph_expansion`).
-7. **pool signals** — the usage priors of the pool's memories.
+7. **pool signals** — the variants' evidence and the usage priors of the
+   pool's memories (a variant's hits outside the pool are dropped).
 8. **ranking** — gains added and the top ``k`` chosen (:mod:`.ranking`).
 
 Stages 2, 4 and the feedback part of 5 stay off until the scope (owner) has
@@ -61,7 +63,7 @@ from tribal_memory.retrieval.fusion import (
 from tribal_memory.retrieval.graph_expansion import graph_expanded
 from tribal_memory.retrieval.ranking import rank
 from tribal_memory.retrieval.title import TitleIndex, title_search
-from tribal_memory.store.base import MemoryStore, ScoredMemory
+from tribal_memory.store.base import MemoryStore, RowRef, ScoredMemory
 
 
 @dataclass(slots=True)
@@ -97,8 +99,12 @@ class _Search:
     # 5. signals
     vector_search: Future[list[ScoredMemory]] | None = None
     expanding: list[sig.VariantSearch] = field(default_factory=list)
+    expansion: sig.Expansion = field(default_factory=dict)
     priors: list[tuple[str, int | None]] = field(default_factory=list)
     """``(owner, cache generation)`` whose usage priors count (read in stage 7)."""
+    # 6. fusion
+    pool_refs: dict[RowRef, str] = field(default_factory=dict)
+    """Row reference -> memory id of the pool's memories (read when variants found any)."""
 
     @property
     def has_past(self) -> bool:
@@ -336,9 +342,8 @@ class Retriever:
             if prior_weight > 0:
                 q.priors.append((TEAM, q.team_generation))
         # The variants' BM25 searches end well before the vector search: their
-        # evidence is added while it runs.
-        sig.add_expansion(
-            signals,
+        # evidence is gathered while it runs.
+        q.expansion = sig.expansion_of(
             q.expanding,
             weight=self.settings.expansion_weight,
             normalisation=self._normalisation(q),
@@ -350,6 +355,10 @@ class Retriever:
         s = self.settings
         vector_part = q.vector_search.result() if q.vector_search is not None else []
         text_part = q.text_search.result() if q.text_search is not None else []
+        if q.expansion:
+            q.pool_refs = {
+                s.ref: s.memory.memory_id for s in (*vector_part, *text_part) if s.ref is not None
+            }
         if q.mode == "hybrid":
             fused = fused_candidates(
                 vector_part,
@@ -372,11 +381,12 @@ class Retriever:
     def _pool_signals(
         self, q: _Search, signals: sig.SignalMap, candidates: Sequence[Candidate]
     ) -> None:
-        """Stage 7: the pool's usage priors into ``signals``.
+        """Stage 7: the variants' evidence and the usage priors of the pool's memories.
 
-        Only the pool's memories get a prior (a prior reorders what the query
-        retrieved itself), so only theirs are read.
+        Only the pool's memories get either (both reorder what the query
+        retrieved itself), so only theirs are kept or read.
         """
+        sig.add_expansion(signals, q.expansion, q.pool_refs)
         if not q.priors:
             return
         ids = [c.memory.memory_id for c in candidates]

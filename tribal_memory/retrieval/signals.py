@@ -9,7 +9,7 @@ which :mod:`tribal_memory.retrieval.ranking` turns into score gains:
 - ``boost``: the feedback boost of similar past queries, in
   [-max_penalty, max_boost];
 - ``expansion``: ``expansion_weight`` x the best keyword variant's normalised
-  BM25 match, in [0, expansion_weight];
+  BM25 match, in [0, expansion_weight], for memories in the candidate pool;
 - ``prior``: the memory's usage prior (used / skipped on any question).
 """
 
@@ -22,9 +22,13 @@ from dataclasses import dataclass
 from tribal_memory.learned.anchors import AnchorMatch
 from tribal_memory.learned.feedback import UsagePrior
 from tribal_memory.retrieval.fusion import Normalisation, text_scale
+from tribal_memory.store.base import RowRef
 
-VariantSearch = tuple[str, Future[list[tuple[str, float]]]]
-"""A keyword variant and its started BM25 search: ``[(memory id, raw BM25)]``."""
+VariantSearch = tuple[str, Future[list[tuple[RowRef, float]]]]
+"""A keyword variant and its started BM25 search: ``[(row reference, raw BM25)]``."""
+
+Expansion = dict[RowRef, tuple[float, str]]
+"""Row reference -> (its best variant's evidence, that variant): see :func:`expansion_of`."""
 
 
 @dataclass(slots=True)
@@ -65,29 +69,47 @@ def add_boosts(signals: SignalMap, boosts: Mapping[str, float], *, merge: bool =
         entry.boost = boost if not merge or entry.boost == 0.0 else max(entry.boost, boost)
 
 
-def add_expansion(
-    signals: SignalMap,
-    expanding: Sequence[VariantSearch],
-    *,
-    weight: float,
-    normalisation: Normalisation,
-) -> None:
-    """Set each memory's best keyword-variant evidence from the started BM25 searches.
+def expansion_of(
+    expanding: Sequence[VariantSearch], *, weight: float, normalisation: Normalisation
+) -> Expansion:
+    """Each row's best keyword-variant evidence, from the started BM25 searches.
 
     A variant's BM25 goes on the scale the query's own went on in fusion
     (``normalisation``), so that "beats the query's own match" compares like
-    with like; a variant with no positive score adds nothing.
+    with like; a variant with no positive score adds nothing. The rows are
+    named by the store's references (:attr:`ScoredMemory.ref
+    <tribal_memory.store.base.ScoredMemory.ref>`): :func:`add_expansion`
+    keeps those of the candidate pool.
     """
+    best: Expansion = {}
     for variant, search in expanding:
         found = search.result()
         if max((score for _, score in found), default=0.0) <= 0:
             continue
         to_text = text_scale([score for _, score in found], normalisation)
-        for memory_id, score in found:
+        for ref, score in found:
             value = weight * to_text(score)
-            entry = signals.setdefault(memory_id, Signals())
-            if value > entry.expansion:
-                entry.expansion, entry.expanded_from = value, variant
+            if value > best.get(ref, (0.0, ""))[0]:
+                best[ref] = (value, variant)
+    return best
+
+
+def add_expansion(
+    signals: SignalMap, expansion: Expansion, memory_ids: Mapping[RowRef, str]
+) -> None:
+    """Set the variants' evidence of the pool's memories (``memory_ids``: ref -> memory id).
+
+    Evidence for rows outside the pool is dropped: scoring them would cost a
+    read of their rows, and on the learning benchmark (top-10 feedback)
+    recall@10 was the same without them (MRR 0.001 higher on new questions).
+    """
+    for ref, (value, variant) in expansion.items():
+        memory_id = memory_ids.get(ref)
+        if memory_id is None:
+            continue
+        entry = signals.setdefault(memory_id, Signals())
+        if value > entry.expansion:
+            entry.expansion, entry.expanded_from = value, variant
 
 
 def add_priors(

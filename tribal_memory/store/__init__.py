@@ -5,7 +5,7 @@ the LanceDB store, and tools that need no embedding model (backup) open an
 existing one with :func:`open_existing`.
 """
 
-from tribal_memory.store.base import MemoryStore, ScoredMemory, StoreCopy
+from tribal_memory.store.base import MemoryStore, RowRef, ScoredMemory, StoreCopy
 from tribal_memory.store.lancedb import LanceMemoryStore
 
 
@@ -21,4 +21,11 @@ def open_existing(uri: str) -> MemoryStore | None:
     return LanceMemoryStore.open_existing(uri)
 
 
-__all__ = ["LanceMemoryStore", "MemoryStore", "ScoredMemory", "StoreCopy", "open_existing"]
+__all__ = [
+    "LanceMemoryStore",
+    "MemoryStore",
+    "RowRef",
+    "ScoredMemory",
+    "StoreCopy",
+    "open_existing",
+]

@@ -30,11 +30,24 @@ class ScoredMemory:
     """A candidate from one retrieval path.
 
     ``score`` is cosine similarity in [-1, 1] for vector search and a raw BM25
-    score (> 0, unbounded, higher is better) for full-text search.
+    score (> 0, unbounded, higher is better) for full-text search. ``ref`` is
+    the store's reference to the row it was read from, the one
+    :meth:`MemoryStore.start_text_scores` answers with for that row (None
+    where the store gives none, e.g. a memory made by a caller).
     """
 
     memory: Memory
     score: float
+    ref: RowRef | None = None
+
+
+RowRef = int | str
+"""A store's reference to a stored row: LanceDB's row id, a memory id elsewhere.
+
+Within one store, equal references are the same row. A reference from one
+search matches another's while the row is stored as it was (LanceDB: not
+rewritten by an update or a compaction in between).
+"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,12 +261,13 @@ class MemoryStore(Protocol):
 
     def start_text_scores(
         self, query: str, filters: SearchFilters, k: int
-    ) -> Future[list[tuple[str, float]]]:
-        """Start a BM25 search that answers ids only: ``[(memory_id, raw BM25)]``, best first.
+    ) -> Future[list[tuple[RowRef, float]]]:
+        """Start a BM25 search that answers row references only: ``[(ref, raw BM25)]``.
 
-        The same ranking as :meth:`start_text_search` without reading the
-        memories (for query variants, whose hits are only scored); [] when
-        nothing matches.
+        The same ranking as :meth:`start_text_search`, best first, without
+        reading the memories (for query variants, whose evidence only counts
+        for memories the query's own searches read: their
+        :attr:`ScoredMemory.ref` names the same rows); [] when nothing matches.
         """
 
     # -- versions, maintenance, diagnostics ---------------------------------------

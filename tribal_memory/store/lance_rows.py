@@ -182,13 +182,19 @@ def scored(table: pa.Table, score_column: str, *, distance: bool) -> list[Scored
     """Memories of a query answer with their scores, in answer order.
 
     ``distance``: ``score_column`` holds cosine distance, turned into
-    similarity (``1 - distance``); else it is used as it is (BM25).
+    similarity (``1 - distance``); else it is used as it is (BM25). Each
+    memory's ``ref`` is the ``_rowid`` column, when the query asked for it.
     """
     scores = table.column(score_column).to_pylist()
     rows = memory_rows(table)
+    refs = (
+        table.column("_rowid").to_pylist()
+        if "_rowid" in table.column_names
+        else [None] * table.num_rows
+    )
     return [
-        ScoredMemory(to_memory(row), 1.0 - float(score) if distance else float(score))
-        for row, score in zip(rows, scores, strict=True)
+        ScoredMemory(to_memory(row), 1.0 - float(score) if distance else float(score), ref)
+        for row, score, ref in zip(rows, scores, refs, strict=True)
     ]
 
 

@@ -22,7 +22,7 @@ from lancedb.table import AsyncTable
 from tribal_memory.base.errors import StoreUnavailable
 from tribal_memory.base.models import SearchFilters
 from tribal_memory.embeddings.base import Vector
-from tribal_memory.store.base import ScoredMemory
+from tribal_memory.store.base import RowRef, ScoredMemory
 from tribal_memory.store.event_loop import EventLoop, translated
 from tribal_memory.store.lance_index import AnnIndex
 from tribal_memory.store.lance_rows import (
@@ -194,32 +194,35 @@ class LanceSearch:
 
     def start_text_scores(
         self, query: str, filters: SearchFilters, k: int
-    ) -> Future[list[tuple[str, float]]]:
-        """Start a BM25 search answering ``[(memory_id, raw BM25 score)]``, best first.
+    ) -> Future[list[tuple[RowRef, float]]]:
+        """Start a BM25 search answering ``[(row id, raw BM25 score)]``, best first.
 
-        The ranking of :meth:`start_text_search` without reading the
-        memories; [] when nothing matches or ``query`` is blank. The future
-        raises ``StoreUnavailable`` when the search fails.
+        The ranking of :meth:`start_text_search` without reading any column:
+        LanceDB's row ids (``_rowid``, which the vector and BM25 searches
+        answer with too) come from the index, where a memory id costs a read
+        of the rows. [] when nothing matches or ``query`` is blank. The
+        future raises ``StoreUnavailable`` when the search fails.
         """
         if not query.strip():
-            done: Future[list[tuple[str, float]]] = Future()
+            done: Future[list[tuple[RowRef, float]]] = Future()
             done.set_result([])
             return done
         where = filter_sql(filters)
 
-        async def search() -> list[tuple[str, float]]:
+        async def search() -> list[tuple[RowRef, float]]:
             builder = (
                 self._table.query()
                 .nearest_to_text(MatchQuery(query, "content"))  # type: ignore[call-arg]
-                .select(["memory_id", "_score"])
+                .select(["_score"])
+                .with_row_id()
                 .limit(k)
             )
             if where:
                 builder = builder.where(where)
             table = await builder.to_arrow()
-            ids = table.column("memory_id").to_pylist()
+            refs = table.column("_rowid").to_pylist()
             scores = table.column("_score").to_pylist()
-            return [(str(i), float(v)) for i, v in zip(ids, scores, strict=True)]
+            return [(int(r), float(v)) for r, v in zip(refs, scores, strict=True)]
 
         return self._loop.submit(translated("full-text search", search()))
 
@@ -232,6 +235,7 @@ class LanceSearch:
             .column("vector")
             .distance_type("cosine")
             .select([*COLUMNS, "_distance"])
+            .with_row_id()
             .limit(k)
         )
         if exact:
@@ -290,6 +294,7 @@ class LanceSearch:
             self._table.query()
             .nearest_to_text(MatchQuery(query, "content"))  # type: ignore[call-arg]
             .select([*COLUMNS, "_score"])
+            .with_row_id()
             .limit(k)
         )
         if where:

@@ -35,7 +35,7 @@ from lancedb.query import ColumnOrdering
 from tribal_memory.base.errors import InvalidInput, NotFound
 from tribal_memory.base.models import Memory, SearchFilters
 from tribal_memory.embeddings.base import Vector
-from tribal_memory.store.base import MemoryStore, ScoredMemory, StoreCopy
+from tribal_memory.store.base import MemoryStore, RowRef, ScoredMemory, StoreCopy
 from tribal_memory.store.event_loop import next_batch, shared_event_loop, translated
 from tribal_memory.store.lance_index import AnnIndex
 from tribal_memory.store.lance_rows import (
@@ -363,7 +363,7 @@ class LanceMemoryStore(MemoryStore):
 
     def start_text_scores(
         self, query: str, filters: SearchFilters, k: int
-    ) -> Future[list[tuple[str, float]]]:
+    ) -> Future[list[tuple[RowRef, float]]]:
         """See :meth:`MemoryStore.start_text_scores`: runs on the store's event loop."""
         return self._search.start_text_scores(query, filters, k)
 
