@@ -18,6 +18,11 @@ cProfile and writes ``P.learned.txt`` and ``P.interleaved.txt``.
     python benchmarks/after_feedback.py build --store /tmp/store-14-10k --size 10000
     python benchmarks/after_feedback.py time --store /tmp/store-14-10k --answers a.json
     python benchmarks/after_feedback.py compare a.json b.json
+    python benchmarks/after_feedback.py gold --store /tmp/store-14-10k a.json b.json
+
+``gold`` prints, for each answer file, the share of the timed questions
+whose generating facts are in the top 10 (hit@10, recall@10), per kind:
+whether answers that differ are better or worse.
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ from tribal_memory.bench.perf_feedback import answers_of
 from tribal_memory.bench.perf_http import import_body
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
 from tribal_memory.service.memory_service import MemoryService
+from tribal_memory.store import open_existing
 
 K = 10
 ROUNDS = 3
@@ -194,9 +200,38 @@ def compare(first: Path, second: Path) -> int:
     return 1 if differ else 0
 
 
+def gold(store: Path, size: int, searches: int, seed: int, files: list[Path]) -> None:
+    """Print, per answer file and kind, how many of the timed questions' answers are in the top 10.
+
+    The answer files hold memory ids; the store (the one ``time`` copied)
+    gives their contents, which are matched against the facts each
+    question was generated from (hit@10: any found; recall@10: the share).
+    """
+    timed, _ = _split(size, searches, seed)
+    answers = answers_of(generate(size, seed))
+    opened = open_existing(Settings(data_dir=store).lancedb_uri)  # no model loaded
+    if opened is None:
+        raise SystemExit(f"no store at {store}")
+    try:
+        content = {m.memory_id: m.content for batch, _ in opened.scan() for m in batch}
+    finally:
+        opened.close()
+    for path in files:
+        found = json.loads(path.read_text())
+        for kind in ("plain", "learned", "interleaved"):
+            n, hit, recall = 0, 0.0, 0.0
+            for query, hits in zip(timed, found[kind], strict=False):
+                wanted = answers.get(query)
+                if not wanted:
+                    continue
+                got = sum(1 for h in hits if content.get(h[0]) in wanted)
+                n, hit, recall = n + 1, hit + (got > 0), recall + got / len(wanted)
+            print(f"{path.name} {kind}: n {n}, hit@10 {hit / n:.4f}, recall@10 {recall / n:.4f}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("action", choices=["build", "time", "compare"])
+    parser.add_argument("action", choices=["build", "time", "compare", "gold"])
     parser.add_argument("files", nargs="*", type=Path)
     parser.add_argument("--store", type=Path)
     parser.add_argument("--size", type=int, default=10_000)
@@ -204,11 +239,14 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--answers", type=Path)
     parser.add_argument("--profile", type=Path)
-    args = parser.parse_args()
+    args = parser.parse_intermixed_args()
     if args.action == "compare":
         return compare(*args.files)
     if args.store is None:
         parser.error("--store is required")
+    if args.action == "gold":
+        gold(args.store, args.size, args.searches, args.seed, args.files)
+        return 0
     if args.answers is not None:
         _freeze_clock()
     if args.action == "build":
