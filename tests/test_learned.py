@@ -550,15 +550,8 @@ def test_weights_and_boosts_stay_bounded(
 
 
 def _prior_tracker(db: Database) -> FeedbackTracker:
-    return FeedbackTracker(
-        db,
-        learning_rate=0.5,
-        penalty_rate=0.1,
-        half_life_days=30.0,
-        min_similarity=0.7,
-        max_boost=0.3,
-        max_penalty=0.05,
-    )
+    """The default tracker: learning rate 0.5, penalty rate 0.1, half-life 30 days."""
+    return FeedbackTracker.from_settings(db, Settings())
 
 
 def test_usage_priors_are_reused_only_while_the_generation_holds(learned_db: Database) -> None:

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from sqlalchemy import delete, event, insert, select
 
+from tribal_memory.base.config import Settings
 from tribal_memory.base.db import Database, make_engine, migrate
 from tribal_memory.base.generation_triggers import KEEP_CHANGES
 from tribal_memory.base.models import SHARED_OWNER
@@ -302,18 +303,6 @@ def test_a_memo_starts_with_all_rows_and_rereads_only_what_changed(db: Database)
     assert reads == [None, ["b", "d"], ["c"]]
 
 
-def _tracker(db: Database) -> FeedbackTracker:
-    return FeedbackTracker(
-        db,
-        learning_rate=0.3,
-        penalty_rate=0.1,
-        half_life_days=30,
-        min_similarity=0.7,
-        max_boost=0.3,
-        max_penalty=0.2,
-    )
-
-
 def _add_random_weights(
     db: Database, rng: random.Random, *, keys: int, memories: int, per_key: int
 ) -> None:
@@ -335,7 +324,7 @@ def _add_random_weights(
 
 def test_pool_priors_read_the_pools_weights_through_the_memory_index(db: Database) -> None:
     _add_random_weights(db, random.Random(3), keys=30, memories=400, per_key=40)
-    tracker = _tracker(db)
+    tracker = FeedbackTracker.from_settings(db, Settings())
     statements: list[tuple[str, Any]] = []
 
     def capture(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
@@ -372,7 +361,7 @@ def test_priors_after_each_change_equal_the_sums_sql_computes(db: Database) -> N
     rng = random.Random(11)
     now = utcnow()
     _add_random_weights(db, rng, keys=20, memories=120, per_key=12)
-    tracker = _tracker(db)
+    tracker = FeedbackTracker.from_settings(db, Settings())
     every = [f"m{m:03d}" for m in range(130)]
     weights = QueryFactWeightRow
 

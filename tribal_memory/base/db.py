@@ -444,9 +444,8 @@ class Database:
     def reading(self) -> Iterator[Connection]:
         """A plain connection for a read on a search's path, without an ORM session.
 
-        A session's setup and commit cost several times the read itself
-        (0.5 against 0.1 ms for the change counters a learned search reads
-        first); the connection's transaction is rolled back on exit.
+        A session's setup and commit cost several times a small read itself;
+        the connection's transaction is rolled back on exit.
 
         Raises:
             StoreUnavailable: on any database error.

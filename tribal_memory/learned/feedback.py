@@ -34,6 +34,7 @@ from typing import Any
 
 from sqlalchemy import case, func, select
 
+from tribal_memory.base.config import Settings
 from tribal_memory.base.db import Database
 from tribal_memory.base.sql import days_since
 from tribal_memory.base.tables import QueryFactWeightRow, RetrievalEventRow, utcnow
@@ -132,6 +133,19 @@ class FeedbackTracker:
             db, weights, [weights.memory_id, weights.weight, weights.updated_at], _weight
         )
         self._usage = UsageIndex(db, self._weights)
+
+    @classmethod
+    def from_settings(cls, db: Database, settings: Settings) -> FeedbackTracker:
+        """The tracker with the feedback rates, half-life and bounds of ``settings``."""
+        return cls(
+            db,
+            learning_rate=settings.feedback_learning_rate,
+            penalty_rate=settings.feedback_penalty_rate,
+            half_life_days=settings.feedback_half_life_days,
+            min_similarity=settings.feedback_similarity,
+            max_boost=settings.max_boost,
+            max_penalty=settings.max_penalty,
+        )
 
     # -- events -------------------------------------------------------------------
 

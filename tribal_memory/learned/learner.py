@@ -65,15 +65,7 @@ class Learner:
             min_successes=settings.cache_min_successes,
             min_success_rate=settings.cache_min_success_rate,
         )
-        self.feedback = FeedbackTracker(
-            db,
-            learning_rate=settings.feedback_learning_rate,
-            penalty_rate=settings.feedback_penalty_rate,
-            half_life_days=settings.feedback_half_life_days,
-            min_similarity=settings.feedback_similarity,
-            max_boost=settings.max_boost,
-            max_penalty=settings.max_penalty,
-        )
+        self.feedback = FeedbackTracker.from_settings(db, settings)
         self.anchors = AnchorIndex(
             db,
             min_uses=settings.anchor_min_uses,

@@ -11,9 +11,10 @@ Each memory's gain, added to its fused score (then clipped to [0, 1]):
   relevance ``(1 - gate) + gate x fused score``, minus ``skip_prior_weight x
   skipped x relevance``.
 
-Memories the signals bring in from outside the candidate pool are scored
-against the query vector, but only those whose gain could lift them into the
-top ``k`` (:func:`outside_ids`).
+Memories that anchors or feedback bring in from outside the candidate pool
+are scored against the query vector, but only those whose gain could lift
+them into the top ``k`` (:func:`outside_ids`); keyword variants count for
+the pool's memories only.
 """
 
 from __future__ import annotations
@@ -150,13 +151,12 @@ def outside_ids(
     pooled = {c.memory.memory_id for c in candidates}
     cosines = [c.cosine for c in candidates if c.cosine is not None]
     edge = vector_scale(candidates, normalisation)(min(cosines)) if cosines else 0.0
-    text_weight = 1.0 - vector_weight
     outside: list[str] = []
     for memory_id, extra in signals.items():
         if memory_id in pooled:
             continue
-        gain = extra.expansion * text_weight + settings.anchor_weight * (extra.anchor or 0.0)
-        gain += extra.boost
+        # Expansion evidence is kept for the pool's memories only (signals.add_expansion).
+        gain = settings.anchor_weight * (extra.anchor or 0.0) + extra.boost
         if gain > 0 and vector_weight * edge + gain >= floor:
             outside.append(memory_id)
     return outside
