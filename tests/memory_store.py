@@ -116,6 +116,12 @@ class InMemoryStore(MemoryStore):
         self._rows[memory.memory_id] = (memory, kept)
         self._version += 1
 
+    def rekey(self, old_id: str, memory: Memory, vector: Vector) -> None:
+        if self._rows.pop(old_id, None) is None:
+            raise NotFound(f"no memory with id {old_id}")
+        self._rows[memory.memory_id] = (memory, np.array(vector, dtype=np.float32))
+        self._version += 1
+
     def delete(self, memory_ids: Sequence[str]) -> int:
         gone = [i for i in set(memory_ids) if self._rows.pop(i, None) is not None]
         if gone:

@@ -19,7 +19,7 @@ from local import LOCAL_URL
 
 from tribal_memory.base.config import Settings
 from tribal_memory.base.errors import EmbeddingError, EmbeddingModelMismatch
-from tribal_memory.base.models import MEMORY_FIELDS
+from tribal_memory.base.models import MEMORY_FIELDS, memory_id_for
 from tribal_memory.embeddings.base import Embedder, Vector
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
 from tribal_memory.interfaces.api import create_app
@@ -230,10 +230,14 @@ def test_get_patch_delete(client: TestClient[Litestar]) -> None:
     patched = client.patch(url, json={"content": "The deploy key rotates weekly", "tags": ["sec"]})
     assert patched.status_code == 200
     body = patched.json()
-    assert body["memory_id"] == memory["memory_id"]
+    # New content, new id: the one capture gives the new content (so capturing the
+    # old text again stores it anew).
+    assert body["memory_id"] == memory_id_for("shared", "The deploy key rotates weekly")
     assert body["content"] == "The deploy key rotates weekly"
     assert body["tags"] == ["sec"]
     assert body["updated_at"] > memory["updated_at"]
+    assert_error(client.get(url), 404, "not_found")
+    url = f"/v1/memories/{body['memory_id']}"
     assert client.get(url).json()["content"] == "The deploy key rotates weekly"
     hits = client.post("/v1/recall", json={"query": "how often does the deploy key rotate"})
     assert hits.json()["hits"][0]["content"] == "The deploy key rotates weekly"

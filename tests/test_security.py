@@ -473,7 +473,10 @@ def test_a_nan_vector_is_400_without_internal_paths(client: TestClient[Litestar]
 
 def test_tag_and_metadata_limits_on_capture_and_patch(client: TestClient[Litestar]) -> None:
     many = {"content": "tagged", "tags": [f"t{i}" for i in range(100_000)]}
-    _assert_error(client.post("/v1/memories", json=many), 413, "too_large")
+    refused = _assert_error(client.post("/v1/memories", json=many), 400, "invalid_request")
+    assert "tags" in refused["detail"]
+    over = {"content": "tagged", "tags": [f"t{i}" for i in range(300)]}  # max_tags is 256
+    _assert_error(client.post("/v1/memories", json=over), 413, "too_large")
     big = {"content": "with metadata", "metadata": {"blob": "x" * 15_000_000}}
     _assert_error(client.post("/v1/memories", json=big), 413, "too_large")
     assert _memories(client) == 0

@@ -18,6 +18,7 @@ from tribal_memory import (
     TooLarge,
 )
 from tribal_memory.base.config import Settings
+from tribal_memory.base.models import memory_id_for
 from tribal_memory.base.tables import FactAnchorRow, QueryCacheRow, QueryFactWeightRow
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
 
@@ -161,16 +162,21 @@ def test_get_update_delete(service: MemoryService) -> None:
     updated = service.update(
         memory.memory_id, MemoryPatch(content="Alice now drinks oolong", tags=("preference", "tea"))
     )
-    assert updated.memory_id == memory.memory_id
+    # New content moves the memory to the id capture gives it; the old id is gone.
+    assert updated.memory_id == memory_id_for(memory.owner, "Alice now drinks oolong")
     assert updated.updated_at > memory.updated_at
+    with pytest.raises(NotFound):
+        service.get(memory.memory_id)
     assert service.search("oolong", k=1, mode="vector").hits[0].memory.content == (
         "Alice now drinks oolong"
     )
-    service.delete(memory.memory_id)
+    retagged = service.update(updated.memory_id, MemoryPatch(tags=("tea",)))
+    assert retagged.memory_id == updated.memory_id and retagged.tags == ("tea",)
+    service.delete(updated.memory_id)
     with pytest.raises(NotFound):
-        service.get(memory.memory_id)
+        service.get(updated.memory_id)
     with pytest.raises(NotFound):
-        service.delete(memory.memory_id)
+        service.delete(updated.memory_id)
 
 
 def test_update_to_existing_content_conflicts(service: MemoryService) -> None:

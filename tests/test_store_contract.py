@@ -178,6 +178,23 @@ def test_replace_of_an_unknown_id_is_not_found_and_writes_nothing(
     assert store.get(["ghost"]) == {} and store.count() == len(FIXTURE)
 
 
+def test_rekey_moves_the_memory_to_its_new_id_in_one_write(
+    filled: tuple[MemoryStore, np.ndarray],
+) -> None:
+    store, vectors = filled
+    moved = dataclasses.replace(FIXTURE[0], memory_id="a1-new", content="alice now likes oolong")
+    store.rekey("a1", moved, vectors[5])
+    assert store.get(["a1", "a1-new"]) == {"a1-new": moved}
+    assert store.count() == len(FIXTURE)
+    assert store.score_ids(vectors[5], ["a1-new"], SearchFilters())[0].score == pytest.approx(
+        1.0, abs=1e-5
+    )
+    assert store.text_search("oolong", SearchFilters(), 5)[0].memory.memory_id == "a1-new"
+    with pytest.raises(NotFound):
+        store.rekey("a1", dataclasses.replace(moved, memory_id="a1-other"), vectors[0])
+    assert store.get(["a1-other"]) == {} and store.count() == len(FIXTURE)
+
+
 def test_delete_counts_what_existed_and_is_idempotent(
     filled: tuple[MemoryStore, np.ndarray],
 ) -> None:

@@ -25,7 +25,7 @@ from typer.testing import CliRunner
 
 from tribal_memory.base.config import Settings
 from tribal_memory.base.errors import EmbeddingError, InvalidInput, TooLarge
-from tribal_memory.base.models import MemoryInput, MemoryPatch, SearchFilters
+from tribal_memory.base.models import MemoryInput, MemoryPatch, SearchFilters, memory_id_for
 from tribal_memory.base.tables import QueryCacheRow
 from tribal_memory.embeddings.base import Embedder, Vector
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
@@ -280,7 +280,7 @@ def test_another_dimension_is_reembedded(tmp_path: Path, embedder: FastEmbedEmbe
     }
     now = "2025-01-01T00:00:00+00:00"
     memory = {
-        "memory_id": "5b8f6a2e-3c1d-4e7f-9a0b-1c2d3e4f5a6b",
+        "memory_id": memory_id_for("dave", "Dave collects vinyl records"),
         "content": "Dave collects vinyl records",
         "owner": "dave",
         "kind": "fact",

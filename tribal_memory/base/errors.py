@@ -82,6 +82,13 @@ class Conflict(TribalError):
     code = "conflict"
 
 
+class PreconditionFailed(TribalError):
+    """A conditional write (``If-Match``) named a version that is no longer the stored one."""
+
+    status = 412
+    code = "precondition_failed"
+
+
 class EmbeddingModelMismatch(Conflict):
     """The store was built with another embedding model or dimension."""
 

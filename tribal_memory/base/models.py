@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field, fields
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 import msgspec
@@ -30,6 +30,8 @@ SUMMARY_KIND: MemoryKind = "summary"
 
 
 _ID_NAMESPACE = uuid.UUID("6f1c1a56-9a53-4b8e-9a0c-7d1e2b3c4d5e")
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
 
 
 def memory_id_for(owner: str, content: str) -> str:
@@ -39,6 +41,22 @@ def memory_id_for(owner: str, content: str) -> str:
     makes capture idempotent (the pattern of simonw/llm's ``Collection.embed``).
     """
     return str(uuid.uuid5(_ID_NAMESPACE, f"{owner}\x1f{content}"))
+
+
+def version_of(memory: Memory) -> str:
+    """The memory's version: its ``updated_at`` as hex microseconds since the epoch.
+
+    Every write of a memory moves ``updated_at`` forward (see
+    :func:`next_update_time`), so two states of one memory never share a
+    version. The HTTP API sends it as the ``ETag`` (quoted) and takes it back
+    in ``If-Match``.
+    """
+    return format((memory.updated_at - _EPOCH) // _MICROSECOND, "x")
+
+
+def next_update_time(memory: Memory, now: datetime) -> datetime:
+    """``now``, or 1 µs after ``memory.updated_at`` when the clock has not moved past it."""
+    return max(now, memory.updated_at + _MICROSECOND)
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,6 +9,7 @@ limit.
 from __future__ import annotations
 
 import json
+import unicodedata
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -18,6 +19,21 @@ from tribal_memory.base.models import MEMORY_KINDS, Memory, MemoryInput, memory_
 
 MAX_OWNER_CHARS = 128
 MAX_TAG_CHARS = 64
+MAX_SOURCE_CHARS = 1024
+"""Longest ``source`` (a path or URI) of a memory."""
+MAX_REF_CHARS = 256
+"""Longest ``doc_id`` or ``parent_id`` of a memory."""
+
+# Bounds on the lists of one request body, checked while it is decoded (before
+# any work): a filter list of a million values cost 79 s and 5 GB before them.
+MAX_FILTER_VALUES = 256
+"""Most values in one filter list (tags, kinds, sources, relation types, blocked names)."""
+MAX_IDS = 1_000
+"""Most memory ids or paths in one request (feedback's used ids, a document's chunks)."""
+MAX_BATCH_ITEMS = 10_000
+"""Most items in one batch body (captures, relations); the settings' own limits are lower."""
+MAX_VECTOR_DIM = 4_096
+"""Most numbers in a query vector (the model's dimension is checked after decoding)."""
 
 
 def check_owner(owner: str) -> str:
@@ -54,19 +70,57 @@ def check_content(content: str, max_chars: int) -> str:
     return content
 
 
+def has_control(text: str) -> bool:
+    """True when ``text`` holds a control character (newlines and tabs included).
+
+    Control characters are Unicode category Cc plus the line and paragraph
+    separators U+2028 and U+2029, which also break a line where text is shown.
+    """
+    return any(unicodedata.category(c) == "Cc" or c in "\u2028\u2029" for c in text)
+
+
+def check_label(value: str, name: str, max_chars: int) -> str:
+    """A one-line label (a tag, source, document or parent id) stripped.
+
+    Labels are shown inside prompts and headers, so a newline or other control
+    character in one could end the block it is shown in.
+
+    Raises:
+        InvalidInput: empty, over ``max_chars`` characters, or holding a
+            control character (the message names ``name``).
+    """
+    cleaned = value.strip()
+    if not cleaned or len(cleaned) > max_chars:
+        raise InvalidInput(f"{name} must be 1 to {max_chars} characters: {_short(value)}")
+    if has_control(cleaned):
+        raise InvalidInput(f"{name} must not hold newlines or control characters: {_short(value)}")
+    return cleaned
+
+
+def _short(value: str) -> str:
+    return repr(value if len(value) <= 80 else value[:80] + "...")
+
+
 def check_tags(tags: Sequence[str], max_tags: int) -> tuple[str, ...]:
     """Tags stripped, repeats dropped (first kept).
 
     Raises:
-        InvalidInput: an empty or long tag. TooLarge: more than ``max_tags`` tags.
+        InvalidInput: an empty or long tag, or one with a control character.
+        TooLarge: more than ``max_tags`` tags.
     """
     if len(tags) > max_tags:
         raise TooLarge(f"{len(tags)} tags; the limit is {max_tags} (TRIBAL_MAX_TAGS)")
-    cleaned = tuple(dict.fromkeys(t.strip() for t in tags))
-    for tag in cleaned:
-        if not tag or len(tag) > MAX_TAG_CHARS:
-            raise InvalidInput(f"tags must be 1 to {MAX_TAG_CHARS} characters: {tag!r}")
-    return cleaned
+    return tuple(dict.fromkeys(check_label(t, "tag", MAX_TAG_CHARS) for t in tags))
+
+
+def check_source(source: str | None) -> str | None:
+    """``source`` (a path or URI) as :func:`check_label` leaves it; None stays None."""
+    return None if source is None else check_label(source, "source", MAX_SOURCE_CHARS)
+
+
+def check_ref(value: str | None, name: str) -> str | None:
+    """A ``doc_id`` or ``parent_id`` as :func:`check_label` leaves it; None stays None."""
+    return None if value is None else check_label(value, name, MAX_REF_CHARS)
 
 
 def check_metadata(metadata: Mapping[str, Any], max_bytes: int) -> dict[str, Any]:
@@ -155,10 +209,10 @@ def validated_memory(
         owner=owner,
         kind=item.kind,
         tags=check_tags(item.tags, max_tags),
-        source=item.source,
-        doc_id=item.doc_id,
+        source=check_source(item.source),
+        doc_id=check_ref(item.doc_id, "doc_id"),
         chunk_index=item.chunk_index,
-        parent_id=item.parent_id,
+        parent_id=check_ref(item.parent_id, "parent_id"),
         created_at=now,
         updated_at=now,
         event_time=check_time(item.event_time, "event_time"),

@@ -12,25 +12,39 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import zlib
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from tribal_memory.base.config import Settings
-from tribal_memory.base.db import Database, engine_for, migrate
-from tribal_memory.base.errors import Conflict, InvalidInput, NotFound, StoreUnavailable, TooLarge
+from tribal_memory.base.db import Database, SharedLock, engine_for, migrate
+from tribal_memory.base.errors import (
+    Conflict,
+    Forbidden,
+    InvalidInput,
+    NotFound,
+    PreconditionFailed,
+    StoreUnavailable,
+    TooLarge,
+)
 from tribal_memory.base.graph import RelationInput
 from tribal_memory.base.models import (
+    SHARED_OWNER,
     CaptureResult,
     Memory,
     MemoryInput,
     MemoryPatch,
     SearchFilters,
     memory_id_for,
+    next_update_time,
+    version_of,
 )
+from tribal_memory.base.tables import DocumentRow
 from tribal_memory.base.validation import (
     check_content,
     check_kind,
     check_metadata,
+    check_source,
     check_tags,
     check_time,
     validated_memory,
@@ -42,6 +56,9 @@ from tribal_memory.graph.relations import RelationGraph
 from tribal_memory.learned import forget_cached, forget_learned
 from tribal_memory.store.base import MemoryStore
 from tribal_memory.store.lancedb import LanceMemoryStore
+
+MEMORY_LOCK_STRIPES = 64
+"""Locks that serialise the writes of one memory: a memory's lock is the one its id hashes to."""
 
 
 def _now() -> datetime:
@@ -61,6 +78,10 @@ class Core:
         references_lock: Held by every write that checks a memory exists and
             then stores a row pointing at it (relations, feedback, anchors),
             and by deletes, so a delete cannot slip in between.
+
+    Every update and delete of a memory also holds that memory's own lock
+    (:meth:`memory_lock`) from its read to its write, the re-embedding
+    included, so two writes of one memory never interleave.
 
     Raises:
         EmbeddingError: the embedding model cannot be loaded.
@@ -117,6 +138,17 @@ class Core:
         # processes too, and re-read LanceDB once held (see tribal_memory.base.db.SharedLock).
         self.capture_lock = self.db.lock("capture", on_acquire=self.store.refresh)
         self.references_lock = self.db.lock("references", on_acquire=self.store.refresh)
+        self._memory_locks = [
+            self.db.lock(f"memory-{i}", on_acquire=self.store.refresh)
+            for i in range(MEMORY_LOCK_STRIPES)
+        ]
+
+    def memory_lock(self, memory_id: str) -> SharedLock:
+        """The lock every read-modify-write of ``memory_id`` holds (one of 64, by id hash).
+
+        Taken before :attr:`capture_lock` and :attr:`references_lock`, never after them.
+        """
+        return self._memory_locks[zlib.crc32(memory_id.encode()) % MEMORY_LOCK_STRIPES]
 
     def close(self) -> None:
         """Finish store maintenance, release database connections; unusable afterwards."""
@@ -190,7 +222,7 @@ class Core:
         results: list[CaptureResult] = []
         for memory in memories:
             if memory.memory_id in stored:
-                results.append(CaptureResult(stored[memory.memory_id], "exists"))
+                results.append(CaptureResult(_same(stored[memory.memory_id], memory), "exists"))
             elif memory.memory_id in created:
                 results.append(created.pop(memory.memory_id))
             else:  # a repeat within this batch of a memory created above
@@ -232,6 +264,20 @@ class Core:
             self.store.add(written, vectors[positions])
         return written
 
+    def overwrite(self, memory: Memory) -> None:
+        """Store ``memory`` as given over the stored memory with its id (an import's replace).
+
+        The stored vector stays (the id stands for the same owner and content);
+        everything learned that points at the memory is dropped, as for :meth:`update`.
+
+        Raises:
+            NotFound: no memory with that id.
+            StoreUnavailable: the write failed.
+        """
+        with self.memory_lock(memory.memory_id), self.references_lock:
+            self.store.replace(memory, None)
+            forget_learned(self.db, [memory.memory_id])
+
     def get(self, memory_id: str, *, owner: str | None = None) -> Memory:
         """The memory with ``memory_id``.
 
@@ -256,29 +302,93 @@ class Core:
         found = self.store.get(list(dict.fromkeys(memory_ids)))
         return {i: m for i, m in found.items() if _visible(m, owner)}
 
-    def update(self, memory_id: str, patch: MemoryPatch, *, owner: str | None = None) -> Memory:
-        """Change fields of a memory; the id stays. New content is re-embedded.
+    def update(
+        self,
+        memory_id: str,
+        patch: MemoryPatch,
+        *,
+        owner: str | None = None,
+        if_version: str | None = None,
+        shared_writable: bool = True,
+    ) -> Memory:
+        """Change fields of a memory. New content is re-embedded and re-keyed.
 
-        Everything learned that points at the memory (cache entries, query
-        weights, anchors) is invalidated in the same call.
+        A memory's id is always the one capture gives its owner and content
+        (UUIDv5): new content moves the memory to the id of that content, in
+        one store write, with its relations. So capturing the old content again
+        stores it anew, and capturing the new content answers ``exists``. The
+        memory of an ingested document keeps its content (re-ingest the
+        document instead). Everything learned that points at the memory (cache
+        entries, query weights, anchors) is invalidated in the same call.
+
+        The whole read-modify-write, re-embedding included, holds the memory's
+        lock: concurrent updates of one memory apply one after the other.
+
+        Args:
+            memory_id: The memory to change.
+            patch: The fields to change (None: unchanged).
+            owner: When given, only that owner's and shared memories are visible.
+            if_version: Change only if the memory's version (:func:`version_of`)
+                is this one (optimistic concurrency); None: unconditional.
+            shared_writable: False refuses a change of a ``shared`` memory
+                (callers without an admin key).
+
+        Returns:
+            The memory as stored (with its new id if the content changed).
 
         Raises:
             NotFound: no such memory visible to ``owner``.
-            Conflict: the new content equals another memory of the same owner.
+            PreconditionFailed: ``if_version`` is not the stored version.
+            Forbidden: a shared memory and ``shared_writable`` is False.
+            Conflict: the new content equals another memory of the same owner,
+                or the memory belongs to an ingested document.
             InvalidInput / TooLarge: as for capture.
         """
+        with self.memory_lock(memory_id):
+            current = self._writable(memory_id, owner, if_version, shared_writable)
+            updated, vector = self._patched(current, patch)
+            if updated.memory_id == memory_id:
+                # Under the references lock, as delete: a feedback loading a weight row of
+                # this memory must not have it removed under its feet.
+                with self.references_lock:
+                    self.store.replace(updated, vector)
+                    forget_learned(self.db, [memory_id])
+                return updated
+            assert vector is not None  # new content, so a new id, comes with its vector
+            self._check_not_in_document(current)
+            with self.capture_lock, self.references_lock:
+                if self.store.get([updated.memory_id]):
+                    raise Conflict(
+                        f"memory {updated.memory_id} of this owner already has that content"
+                    )
+                self.store.rekey(memory_id, updated, vector)
+                self.graph.rekey(memory_id, updated.memory_id)
+                forget_learned(self.db, [memory_id])
+            return updated
+
+    def _writable(
+        self, memory_id: str, owner: str | None, if_version: str | None, shared_writable: bool
+    ) -> Memory:
+        """The stored memory, once checked that this write may change it (see :meth:`update`)."""
         current = self.get(memory_id, owner=owner)
-        # Every anchor (learned and manual) goes with the rest of the learned data
-        # below (DESIGN §2: an update invalidates all that points at the memory).
-        changes: dict[str, object] = {"updated_at": _now()}
+        if current.owner == SHARED_OWNER and not shared_writable:
+            raise Forbidden("changing or deleting a shared memory needs an admin key")
+        if if_version is not None and if_version != version_of(current):
+            raise PreconditionFailed(
+                f"memory {memory_id} is at version {version_of(current)}, not {if_version}: "
+                "it changed since it was read"
+            )
+        return current
+
+    def _patched(self, current: Memory, patch: MemoryPatch) -> tuple[Memory, Vector | None]:
+        """``current`` with ``patch`` applied, and the new content's vector (None: unchanged)."""
+        changes: dict[str, object] = {"updated_at": next_update_time(current, _now())}
         vector = None
         if patch.content is not None:
             content = check_content(patch.content, self.settings.max_content_chars)
             if content != current.content:
-                twin = memory_id_for(current.owner, content)
-                if twin != memory_id and self.store.get([twin]):
-                    raise Conflict(f"memory {twin} of this owner already has that content")
                 changes["content"] = content
+                changes["memory_id"] = memory_id_for(current.owner, content)
                 vector = self.embedder.embed(content)
         if patch.tags is not None:
             changes["tags"] = check_tags(patch.tags, self.settings.max_tags)
@@ -286,18 +396,27 @@ class Core:
             check_kind(patch.kind)
             changes["kind"] = patch.kind
         if patch.source is not None:
-            changes["source"] = patch.source
+            changes["source"] = check_source(patch.source)
         if patch.event_time is not None:
             changes["event_time"] = check_time(patch.event_time, "event_time")
         if patch.metadata is not None:
             changes["metadata"] = check_metadata(patch.metadata, self.settings.max_metadata_bytes)
-        updated = dataclasses.replace(current, **changes)  # type: ignore[arg-type]
-        # Under the references lock, as delete: a feedback loading a weight row of
-        # this memory must not have it removed under its feet.
-        with self.references_lock:
-            self.store.replace(updated, vector)
-            forget_learned(self.db, [memory_id])
-        return updated
+        return dataclasses.replace(current, **changes), vector  # type: ignore[arg-type]
+
+    def _check_not_in_document(self, memory: Memory) -> None:
+        """Raise Conflict when ``memory`` is a chunk or summary of an ingested document."""
+        if memory.source is None:
+            return
+        with self.db.session() as session:
+            document = session.get(DocumentRow, (memory.owner, memory.source))
+            if document is None:
+                return
+            ids = {item["memory_id"] for item in [*document.chunks, *document.summaries]}
+        if memory.memory_id in ids:
+            raise Conflict(
+                f"memory {memory.memory_id} is part of the document {memory.source!r}: "
+                "change the document and ingest it again"
+            )
 
     def forget_cached(self, memory_ids: Sequence[str]) -> int:
         """Drop the cache entries that snapshot any of ``memory_ids`` (their fields changed).
@@ -308,14 +427,29 @@ class Core:
         with self.references_lock:
             return forget_cached(self.db, memory_ids)
 
-    def delete(self, memory_id: str, *, owner: str | None = None) -> None:
+    def delete(
+        self,
+        memory_id: str,
+        *,
+        owner: str | None = None,
+        if_version: str | None = None,
+        shared_writable: bool = True,
+    ) -> None:
         """Delete a memory with its relations and everything learned that points at it.
+
+        Args:
+            memory_id: The memory to delete.
+            owner: When given, only that owner's and shared memories are visible.
+            if_version: Delete only if the memory is at this version (see :meth:`update`).
+            shared_writable: False refuses to delete a ``shared`` memory.
 
         Raises:
             NotFound: no such memory visible to ``owner``.
+            PreconditionFailed: ``if_version`` is not the stored version.
+            Forbidden: a shared memory and ``shared_writable`` is False.
         """
-        with self.references_lock:
-            self.get(memory_id, owner=owner)
+        with self.memory_lock(memory_id), self.references_lock:
+            self._writable(memory_id, owner, if_version, shared_writable)
             self.store.delete([memory_id])
             self.graph.forget(memory_id)
             forget_learned(self.db, [memory_id])
@@ -357,6 +491,24 @@ class Core:
     def optimize(self) -> None:
         """Fold new rows into the indexes and drop old versions (see the store)."""
         self.store.optimize()
+
+
+def _same(stored: Memory, captured: Memory) -> Memory:
+    """``stored``, the memory a capture found under its id, once checked it holds that capture.
+
+    Ids are UUIDv5 of owner and content and updates re-key, so an id names
+    one owner's content; a row that does not (left by a store written
+    before updates re-keyed) must not answer for another text or owner.
+
+    Raises:
+        Conflict: the stored memory has another owner or content.
+    """
+    if stored.owner != captured.owner or stored.content != captured.content:
+        raise Conflict(
+            f"memory {stored.memory_id} holds other content than its id stands for "
+            "(changed before updates re-keyed): update or delete it, then capture again"
+        )
+    return stored
 
 
 def _visible(memory: Memory, owner: str | None) -> bool:

@@ -11,6 +11,7 @@ from tribal_memory.base.db import Database
 from tribal_memory.base.errors import InvalidInput
 from tribal_memory.base.graph import Relation, RelationInput
 from tribal_memory.base.tables import RelationRow, utcnow
+from tribal_memory.base.validation import has_control
 
 MAX_TYPE_CHARS = 64
 
@@ -29,12 +30,20 @@ def _item(index: int | None) -> str:
 def check_relation_type(type: str, index: int | None = None) -> str:
     """``type`` stripped.
 
+    A type is selected by name in comma-separated lists (``types=``, ``block=``),
+    so it may not hold a comma, nor a newline or other control character.
+
     Raises:
-        InvalidInput: empty or over-long (naming the batch position ``index``, if given).
+        InvalidInput: empty, over-long, or holding a comma or control character
+            (naming the batch position ``index``, if given).
     """
     type = type.strip()
     if not type or len(type) > MAX_TYPE_CHARS:
         raise InvalidInput(f"{_item(index)}relation type must be 1 to {MAX_TYPE_CHARS} characters")
+    if "," in type or has_control(type):
+        raise InvalidInput(
+            f"{_item(index)}relation type must not hold commas, newlines or control characters"
+        )
     return type
 
 
@@ -93,6 +102,41 @@ class RelationGraph:
                 rows[key] = row
             session.flush()
             return [_relation(rows[(e.source_id, e.target_id, e.type)]) for e in checked]
+
+    def rekey(self, old_id: str, new_id: str) -> int:
+        """Point every edge of ``old_id`` at ``new_id`` instead (a memory moved to a new id).
+
+        An edge that already exists at ``new_id`` keeps its weight; the old one goes.
+
+        Returns:
+            The edges moved.
+        """
+        moved = 0
+        with self._db.session() as session:
+            rows = session.scalars(
+                select(RelationRow).where(
+                    or_(RelationRow.source_id == old_id, RelationRow.target_id == old_id)
+                )
+            ).all()
+            for row in rows:
+                source = new_id if row.source_id == old_id else row.source_id
+                target = new_id if row.target_id == old_id else row.target_id
+                if (
+                    source != target
+                    and session.get(RelationRow, (source, target, row.type)) is None
+                ):
+                    session.add(
+                        RelationRow(
+                            source_id=source,
+                            target_id=target,
+                            type=row.type,
+                            weight=row.weight,
+                            created_at=row.created_at,
+                        )
+                    )
+                    moved += 1
+                session.delete(row)
+        return moved
 
     def replace_outgoing(
         self, source_ids: Sequence[str], types: Sequence[str], edges: Sequence[RelationInput]

@@ -17,7 +17,9 @@ A hit's **label** is its first tag, else its kind (``fact``; a document
 chunk is ``document``). Its **title** is the first non-blank line of its
 text, whitespace collapsed, cut to :data:`TITLE_CHARS`; for a document chunk
 it is the document's path and the chunk's heading path (``path › heading``),
-or the path and first line when the chunk has no heading. ``NN%`` is the
+or the path and first line when the chunk has no heading. Labels, titles
+and owners are written with ``&``, ``<`` and ``>`` as HTML entities, so no
+memory can close the block or open a tag in the prompt. ``NN%`` is the
 hit's fused score times 100, rounded. **Neighbours** are memories one
 relation away from a hit (either direction), the chunks before and after
 a document-chunk hit in the same document of the same owner, then memories
@@ -165,13 +167,25 @@ def _item(memory: Memory, score: float | None = None, via: str | None = None) ->
     )
 
 
+def escape(text: str) -> str:
+    """``text`` safe inside the block: one line, with ``&``, ``<`` and ``>`` as HTML entities.
+
+    A memory's text cannot close the block (``</knowledge-graph>``) or open
+    a tag of its own, and a label cannot start a new line of the prompt.
+    """
+    one_line = _SPACE.sub(" ", text).strip()
+    return one_line.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def _hit_line(item: ContextItem) -> str:
     pct = round((item.score or 0.0) * 100)
-    return f"- [{item.label}] {item.title} ({pct}% match, owner: {item.memory.owner})"
+    label, title, owner = escape(item.label), escape(item.title), escape(item.memory.owner)
+    return f"- [{label}] {title} ({pct}% match, owner: {owner})"
 
 
 def _neighbor_line(item: ContextItem) -> str:
-    return f"- [{item.label}] {item.title} (owner: {item.memory.owner})"
+    label, title, owner = escape(item.label), escape(item.title), escape(item.memory.owner)
+    return f"- [{label}] {title} (owner: {owner})"
 
 
 def render(hits: Sequence[ContextItem], neighbors: Sequence[ContextItem]) -> str:

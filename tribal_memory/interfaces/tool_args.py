@@ -22,13 +22,22 @@ import msgspec
 
 from tribal_memory.base.errors import InvalidInput
 from tribal_memory.base.graph import MAX_STEPS
+from tribal_memory.base.validation import MAX_FILTER_VALUES, MAX_IDS, MAX_SOURCE_CHARS
 
 Count = Annotated[float, msgspec.Meta(ge=1)]
 """A whole number >= 1 that may arrive as a float (floored by :func:`count`)."""
 
 
+Text = Annotated[str, msgspec.Meta(max_length=MAX_SOURCE_CHARS)]
+"""A path, id, tag or name: at most 1,024 characters."""
+
+
 def _text(description: str) -> msgspec.Meta:
     return msgspec.Meta(description=description)
+
+
+def _list(most: int, description: str) -> msgspec.Meta:
+    return msgspec.Meta(max_length=most, description=description)
 
 
 class ToolArgs(msgspec.Struct):
@@ -124,7 +133,8 @@ class MemoryFeedbackIn(ToolArgs):
 
     retrievalId: Annotated[str, _text("From memory_search.")]
     usedPaths: Annotated[
-        list[str], _text("Paths (or citations) of the results you used; [] when none helped.")
+        list[Text],
+        _list(MAX_IDS, "Paths (or citations) of the results you used; [] when none helped."),
     ]
 
 
@@ -132,8 +142,13 @@ class MemoryCaptureIn(ToolArgs):
     """The arguments of ``memory_capture``: a fact for the caller to keep."""
 
     content: Annotated[str, _text("The fact to remember.")]
-    tags: Annotated[list[str], _text("Optional labels, e.g. decision, preference.")] | None = None
-    source: Annotated[str, _text("Where it came from (optional).")] | None = None
+    tags: (
+        Annotated[
+            list[Text], _list(MAX_FILTER_VALUES, "Optional labels, e.g. decision, preference.")
+        ]
+        | None
+    ) = None
+    source: Annotated[Text, _text("Where it came from (optional).")] | None = None
 
 
 class MemoryGraphIn(ToolArgs):
@@ -145,9 +160,10 @@ class MemoryGraphIn(ToolArgs):
 
     operation: Literal["neighbors", "intersection", "search"]
     ids: Annotated[
-        list[str],
+        list[Text],
         msgspec.Meta(
             min_length=1,
+            max_length=MAX_IDS,
             description="Memory ids: one (neighbors, search) or 2 to 16 (intersection).",
         ),
     ]
@@ -159,10 +175,18 @@ class MemoryGraphIn(ToolArgs):
         | None
     ) = None
     types: (
-        Annotated[list[str], _text("Follow only relations of these types (default: all).")] | None
+        Annotated[
+            list[Text],
+            _list(MAX_FILTER_VALUES, "Follow only relations of these types (default: all)."),
+        ]
+        | None
     ) = None
     block: (
-        Annotated[list[str], _text("Relation types and memory kinds never passed through.")] | None
+        Annotated[
+            list[Text],
+            _list(MAX_FILTER_VALUES, "Relation types and memory kinds never passed through."),
+        ]
+        | None
     ) = None
     query: Annotated[str, _text("What to look for (search only).")] | None = None
     maxResults: Annotated[Count, _text("Most memories (default 10).")] | None = None

@@ -15,7 +15,7 @@ from tribal_memory.store.base import MemoryStore
 
 
 def check_vector(vector: Sequence[float] | Vector, dim: int) -> Vector:
-    """``vector`` as float32 of shape ``(dim,)``.
+    """``vector`` as a unit-length float32 array of shape ``(dim,)`` (cosine ignores length).
 
     Raises:
         InvalidInput: not ``dim`` numbers, a value that is not finite, or all zeros
@@ -32,9 +32,12 @@ def check_vector(vector: Sequence[float] | Vector, dim: int) -> Vector:
         )
     if not np.isfinite(array).all() or np.abs(array).max() > np.finfo(np.float32).max:
         raise InvalidInput("vector values must be finite float32 numbers")
-    if not array.any():
+    norm = float(np.linalg.norm(array))
+    if not array.any() or not norm > 0:
         raise InvalidInput("vector must not be all zeros")
-    checked: Vector = array.astype(np.float32)
+    # Scaled to unit length in float64 first: values that underflow float32 (1e-45)
+    # keep their direction instead of becoming a zero vector that matches nothing.
+    checked: Vector = (array / norm).astype(np.float32)
     return checked
 
 

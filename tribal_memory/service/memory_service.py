@@ -40,7 +40,13 @@ from tribal_memory.graph.queries import GraphQueries
 from tribal_memory.learned.invalidation import forget_owner
 from tribal_memory.learned.learner import Learner
 from tribal_memory.ops.maintenance import ConsistencyReport, check_consistency, prune_orphans
-from tribal_memory.ops.transfer import ImportResult, Source, export_lines, import_source
+from tribal_memory.ops.transfer import (
+    ImportResult,
+    OnConflict,
+    Source,
+    export_lines,
+    import_source,
+)
 from tribal_memory.retrieval import Retriever, VariantPins
 from tribal_memory.service.graph_ops import GraphOperations
 from tribal_memory.service.retrieval_ops import RetrievalOperations
@@ -116,17 +122,40 @@ class MemoryService(RetrievalOperations, GraphOperations):
         """The visible memories among ``memory_ids``; see :meth:`.Core.get_many`."""
         return self.core.get_many(memory_ids, owner=owner)
 
-    def update(self, memory_id: str, patch: MemoryPatch, *, owner: str | None = None) -> Memory:
-        """Change fields of a memory; see :meth:`.Core.update`."""
-        return self.core.update(memory_id, patch, owner=owner)
+    def update(
+        self,
+        memory_id: str,
+        patch: MemoryPatch,
+        *,
+        owner: str | None = None,
+        if_version: str | None = None,
+        shared_writable: bool = True,
+    ) -> Memory:
+        """Change fields of a memory (new content re-keys it); see :meth:`.Core.update`."""
+        return self.core.update(
+            memory_id,
+            patch,
+            owner=owner,
+            if_version=if_version,
+            shared_writable=shared_writable,
+        )
 
     def forget_cached(self, memory_ids: Sequence[str]) -> int:
         """Drop cache entries snapshotting ``memory_ids``; see :meth:`.Core.forget_cached`."""
         return self.core.forget_cached(memory_ids)
 
-    def delete(self, memory_id: str, *, owner: str | None = None) -> None:
+    def delete(
+        self,
+        memory_id: str,
+        *,
+        owner: str | None = None,
+        if_version: str | None = None,
+        shared_writable: bool = True,
+    ) -> None:
         """Delete a memory and all that points at it; see :meth:`.Core.delete`."""
-        self.core.delete(memory_id, owner=owner)
+        self.core.delete(
+            memory_id, owner=owner, if_version=if_version, shared_writable=shared_writable
+        )
 
     def delete_many(self, memory_ids: Sequence[str], *, owner: str | None = None) -> int:
         """Delete many memories in one store write; see :meth:`.Core.delete_many`."""
@@ -324,13 +353,19 @@ class MemoryService(RetrievalOperations, GraphOperations):
         )
 
     def import_jsonl(
-        self, source: Source, *, progress: Callable[[int, int], None] | None = None
+        self,
+        source: Source,
+        *,
+        progress: Callable[[int, int], None] | None = None,
+        on_conflict: OnConflict = "keep",
     ) -> ImportResult:
         """Import an export; see :func:`tribal_memory.ops.transfer.import_source`.
 
         Args:
             source: A path, the file's bytes, or a seekable binary file.
             progress: Called with (records written, records in the file) after each batch.
+            on_conflict: ``keep`` the stored version of a memory the file
+                changes (reported), or ``replace`` it with the file's.
 
         Raises:
             InvalidInput: unreadable file, unknown format or version, a bad
@@ -339,7 +374,11 @@ class MemoryService(RetrievalOperations, GraphOperations):
             StoreUnavailable / EmbeddingError: a write failed; it is undone.
         """
         return import_source(
-            self.core, source, batch_rows=self.settings.transfer_batch_rows, progress=progress
+            self.core,
+            source,
+            batch_rows=self.settings.transfer_batch_rows,
+            progress=progress,
+            on_conflict=on_conflict,
         )
 
     def stats(self) -> StoreStats:

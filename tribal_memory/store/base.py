@@ -108,6 +108,21 @@ class MemoryStore(Protocol):
             StoreUnavailable: the write failed.
         """
 
+    def rekey(self, old_id: str, memory: Memory, vector: Vector) -> None:
+        """Replace the memory ``old_id`` by ``memory``, stored under its own new id, in one write.
+
+        Readers see either the old memory or the new one, never both or neither.
+
+        Args:
+            old_id: The stored memory to replace.
+            memory: The new fields; its ``memory_id`` (not stored yet) names it from now on.
+            vector: Its vector, ``(dim,)``.
+
+        Raises:
+            NotFound: ``old_id`` is not stored (nothing is written).
+            StoreUnavailable: the write failed.
+        """
+
     def delete(self, memory_ids: Sequence[str]) -> int:
         """Delete memories by id; returns how many were stored. Unknown ids are ignored.
 

@@ -217,6 +217,27 @@ class LanceMemoryStore(MemoryStore):
             raise NotFound(f"no memory with id {memory.memory_id}")
         return vector
 
+    def rekey(self, old_id: str, memory: Memory, vector: Vector) -> None:
+        """See :meth:`MemoryStore.rekey`."""
+        with self._rewrite_lock, self._write_lock:
+            self._loop.run("update", self._rekey(old_id, memory, vector))
+            self._upkeep.note_rows(2)
+            self._recent.drop([old_id])
+            self._recent.put(memory.memory_id, memory.owner, vector)
+        self._upkeep.after_write()
+
+    async def _rekey(self, old_id: str, memory: Memory, vector: Vector) -> None:
+        where = f"memory_id = {quote(old_id)}"
+        if not await self._table.count_rows(where):
+            raise NotFound(f"no memory with id {old_id}")
+        # One merge: the new row is inserted and the old one deleted in the same commit.
+        builder = (
+            self._table.merge_insert("memory_id")
+            .when_not_matched_insert_all()
+            .when_not_matched_by_source_delete(where)
+        )
+        await builder.execute([to_row(memory, np.asarray(vector, dtype=np.float32))])
+
     def delete(self, memory_ids: Sequence[str]) -> int:
         """See :meth:`MemoryStore.delete`."""
         if not memory_ids:

@@ -14,6 +14,7 @@ internal_error`` with a fixed detail: the traceback is logged, never returned.
 from __future__ import annotations
 
 import logging
+import re
 from http import HTTPStatus
 from typing import Any
 
@@ -35,12 +36,16 @@ _CODES = {
     413: "too_large",
 }
 _INTERNAL_DETAIL = "internal server error"
+MAX_DETAIL_CHARS = 1_000
+"""Longest ``detail`` of an error body: a message that quotes the request is cut there."""
 
 
 def error_response(
     code: str, detail: str, status: int, headers: dict[str, str] | None = None
 ) -> Response[ErrorOut]:
-    """A JSON error response in the API's one error shape."""
+    """A JSON error response in the API's one error shape (``detail`` cut at 1,000 characters)."""
+    if len(detail) > MAX_DETAIL_CHARS:
+        detail = detail[: MAX_DETAIL_CHARS - 1] + "…"
     return Response(
         ErrorOut(error=code, detail=detail, status=status),
         status_code=status,
@@ -111,6 +116,23 @@ def handle_too_deep(request: Request[Any, Any, Any], exc: RecursionError) -> Res
     return error_response("invalid_request", "JSON body is nested too deeply", 400)
 
 
+_YEAR_OUT_OF_RANGE = re.compile(r"^year -?\d+ is out of range$")
+
+
+def handle_value_error(request: Request[Any, Any, Any], exc: ValueError) -> Response[ErrorOut]:
+    """A time the request gives as seconds since the epoch past year 9999: 400.
+
+    msgspec, decoding a request's number into a ``datetime`` (Litestar decodes
+    parameters leniently), raises Python's own ``ValueError("year 10000 is out
+    of range")`` rather than a validation error. Any other ValueError is a
+    server bug (500).
+    """
+    if isinstance(exc, OverflowError) or _YEAR_OUT_OF_RANGE.match(str(exc)):
+        detail = "a time in the request is out of range (years 1 to 9999)"
+        return error_response("invalid_request", detail, 400)
+    return handle_internal_error(request, exc)
+
+
 def handle_internal_error(request: Request[Any, Any, Any], exc: Exception) -> Response[ErrorOut]:
     """Anything unexpected: log the traceback, answer a fixed 500 without details."""
     logger.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
@@ -121,6 +143,8 @@ EXCEPTION_HANDLERS: ExceptionHandlersMap = {
     TribalError: handle_tribal_error,
     HTTPException: handle_http_exception,
     RecursionError: handle_too_deep,
+    ValueError: handle_value_error,
+    OverflowError: handle_value_error,
     Exception: handle_internal_error,
 }
 """Handlers for ``Litestar(exception_handlers=...)``; the most specific class wins."""

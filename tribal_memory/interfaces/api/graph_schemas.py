@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import msgspec
 
+from tribal_memory.base.validation import MAX_BATCH_ITEMS
 from tribal_memory.interfaces.api.relation_schemas import RelateRequest, RelationOut
 from tribal_memory.interfaces.api.schemas import MemoryOut, _Request
 
@@ -37,7 +40,7 @@ class RelateBatchRequest(_Request):
     and the error names the edge as ``relations[i]``.
     """
 
-    relations: list[RelateRequest]
+    relations: Annotated[list[RelateRequest], msgspec.Meta(max_length=MAX_BATCH_ITEMS)]
 
 
 class RelateBatchOut(msgspec.Struct):

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import msgspec
 
+from tribal_memory.base.validation import MAX_VECTOR_DIM
 from tribal_memory.interfaces.api.schemas import MemoryOut, SearchScope
 
 
@@ -40,4 +43,4 @@ class VectorSearchRequest(SearchScope):
     ``k`` and ``min_score`` mean what they mean for search.
     """
 
-    vector: list[float]
+    vector: Annotated[list[float], msgspec.Meta(max_length=MAX_VECTOR_DIM)]

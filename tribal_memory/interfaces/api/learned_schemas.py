@@ -8,7 +8,7 @@ from typing import Literal
 import msgspec
 
 from tribal_memory.base.results import Variant
-from tribal_memory.interfaces.api.schemas import _Request
+from tribal_memory.interfaces.api.schemas import Ids, _Request
 
 
 class FeedbackRequest(_Request):
@@ -18,7 +18,7 @@ class FeedbackRequest(_Request):
     """
 
     retrieval_id: str
-    used_ids: list[str]
+    used_ids: Ids
     owner: str | None = None
 
 

@@ -7,10 +7,12 @@ from typing import Annotated
 
 from litestar import Controller, Response, delete, get, patch, post
 from litestar.openapi.datastructures import ResponseSpec
-from litestar.params import FromPath, JSONBody, QueryParameter
+from litestar.params import FromPath, HeaderParameter, JSONBody, QueryParameter
 from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED, HTTP_204_NO_CONTENT
 
-from tribal_memory.base.models import MemoryKind, SearchFilters
+from tribal_memory.base.errors import InvalidInput
+from tribal_memory.base.models import Memory, MemoryKind, SearchFilters, version_of
+from tribal_memory.base.validation import MAX_FILTER_VALUES
 from tribal_memory.interfaces.api.auth import CallerDep, OwnerScope
 from tribal_memory.interfaces.api.convert import capture_out, memory_out
 from tribal_memory.interfaces.api.deps import Service
@@ -24,6 +26,36 @@ from tribal_memory.interfaces.api.schemas import (
     MemoryOut,
     PatchRequest,
 )
+
+IfMatch = Annotated[
+    str | None,
+    HeaderParameter(
+        name="if-match",
+        description="Write only if the memory is still at this version (the ETag a GET, "
+        "capture or update answered); else 412 and nothing is written.",
+    ),
+]
+
+
+def expected_version(if_match: str | None) -> str | None:
+    """The version an ``If-Match`` header asks for (None: absent or ``*``, any version).
+
+    Raises:
+        InvalidInput: a list of several ETags (give the one the memory was read at).
+    """
+    if if_match is None or if_match.strip() == "*":
+        return None
+    tags = [tag.strip() for tag in if_match.split(",") if tag.strip()]
+    if len(tags) != 1:
+        raise InvalidInput("If-Match must hold one ETag (or *)")
+    tag = tags[0].removeprefix("W/")
+    return tag[1:-1] if len(tag) >= 2 and tag[0] == tag[-1] == '"' else tag
+
+
+def etag(memory: Memory) -> dict[str, str]:
+    """The ``ETag`` header of a memory: its version, quoted."""
+    return {"etag": f'"{version_of(memory)}"'}
+
 
 _EXISTS = ResponseSpec(
     data_container=CaptureOut,
@@ -59,7 +91,7 @@ class MemoriesController(Controller):
         """
         result = service.capture(data.to_input(caller.write_owner(data.owner)))
         status = HTTP_201_CREATED if result.status == "created" else HTTP_200_OK
-        return Response(capture_out(result), status_code=status)
+        return Response(capture_out(result), status_code=status, headers=etag(result.memory))
 
     @post(
         "/batch",
@@ -93,13 +125,20 @@ class MemoriesController(Controller):
             bool, QueryParameter(description="With an owner: also list shared memories.")
         ] = True,
         tag: Annotated[
-            list[str] | None, QueryParameter(description="Has this tag (repeat: any of them).")
+            list[str] | None,
+            QueryParameter(
+                description="Has this tag (repeat: any of them).", max_items=MAX_FILTER_VALUES
+            ),
         ] = None,
         kind: Annotated[
-            list[MemoryKind] | None, QueryParameter(description="Of this kind (repeat: any).")
+            list[MemoryKind] | None,
+            QueryParameter(description="Of this kind (repeat: any).", max_items=MAX_FILTER_VALUES),
         ] = None,
         source: Annotated[
-            list[str] | None, QueryParameter(description="From this source (repeat: any).")
+            list[str] | None,
+            QueryParameter(
+                description="From this source (repeat: any).", max_items=MAX_FILTER_VALUES
+            ),
         ] = None,
         since: Annotated[
             datetime | None,
@@ -144,45 +183,78 @@ class MemoriesController(Controller):
     @get("/{memory_id:str}", sync_to_thread=True, responses=error_responses(404))
     def get_memory(
         self, memory_id: FromPath[str], service: Service, owner_scope: OwnerScope
-    ) -> MemoryOut:
-        """The memory with this id.
+    ) -> Response[MemoryOut]:
+        """The memory with this id; its ``ETag`` header is its version (for ``If-Match``).
 
         Raises:
             NotFound: 404, no such memory, or not visible to ``owner``.
         """
-        return memory_out(service.get(memory_id, owner=owner_scope))
+        memory = service.get(memory_id, owner=owner_scope)
+        return Response(memory_out(memory), headers=etag(memory))
 
-    @patch("/{memory_id:str}", sync_to_thread=True, responses=error_responses(400, 404, 409, 413))
+    @patch(
+        "/{memory_id:str}",
+        sync_to_thread=True,
+        responses=error_responses(400, 403, 404, 409, 412, 413),
+    )
     def update_memory(
         self,
         memory_id: FromPath[str],
         data: JSONBody[PatchRequest],
         service: Service,
         owner_scope: OwnerScope,
-    ) -> MemoryOut:
+        caller: CallerDep,
+        if_match: IfMatch = None,
+    ) -> Response[MemoryOut]:
         """Change fields of a memory (absent fields stay); new content is re-embedded.
 
-        Returns the updated memory; its id does not change.
+        Returns the updated memory with its new ``ETag``. New content gives the
+        memory the id capture gives that content (``memory_id`` in the answer):
+        capturing the old text again stores it anew. Updates of one memory apply
+        one after the other; send ``If-Match`` to change it only if nobody else
+        did since you read it.
 
         Raises:
             NotFound: 404, no such memory visible to ``owner``.
-            Conflict: 409, the new content equals another memory of the owner.
+            Forbidden: 403, a shared memory and a key that is not an admin's.
+            Conflict: 409, the new content equals another memory of the owner,
+                or the memory is part of an ingested document.
+            PreconditionFailed: 412, ``If-Match`` names another version.
             InvalidInput: 400 / TooLarge: 413, as for capture.
         """
-        return memory_out(service.update(memory_id, data.to_patch(), owner=owner_scope))
+        memory = service.update(
+            memory_id,
+            data.to_patch(),
+            owner=owner_scope,
+            if_version=expected_version(if_match),
+            shared_writable=caller.admin,
+        )
+        return Response(memory_out(memory), headers=etag(memory))
 
     @delete(
         "/{memory_id:str}",
         sync_to_thread=True,
         status_code=HTTP_204_NO_CONTENT,
-        responses=error_responses(404),
+        responses=error_responses(403, 404, 412),
     )
     def delete_memory(
-        self, memory_id: FromPath[str], service: Service, owner_scope: OwnerScope
+        self,
+        memory_id: FromPath[str],
+        service: Service,
+        owner_scope: OwnerScope,
+        caller: CallerDep,
+        if_match: IfMatch = None,
     ) -> None:
         """Delete a memory, its relations and everything learned about it (204).
 
         Raises:
             NotFound: 404, no such memory, or not visible to ``owner``.
+            Forbidden: 403, a shared memory and a key that is not an admin's.
+            PreconditionFailed: 412, ``If-Match`` names another version.
         """
-        service.delete(memory_id, owner=owner_scope)
+        service.delete(
+            memory_id,
+            owner=owner_scope,
+            if_version=expected_version(if_match),
+            shared_writable=caller.admin,
+        )

@@ -7,24 +7,24 @@ from typing import Annotated
 
 import msgspec
 
-from tribal_memory.interfaces.api.schemas import MemoryOut, _Request
+from tribal_memory.interfaces.api.schemas import MemoryOut, Source, _Request
 
 
 class RelateRequest(_Request):
     """The edge ``source_id -[type]-> target_id`` with a weight >= 0."""
 
-    source_id: str
-    target_id: str
-    type: str
+    source_id: Source
+    target_id: Source
+    type: Source
     weight: Annotated[float, msgspec.Meta(ge=0.0)] = 1.0
 
 
 class RelationKey(_Request):
     """Identifies one edge."""
 
-    source_id: str
-    target_id: str
-    type: str
+    source_id: Source
+    target_id: Source
+    type: Source
 
 
 class RelationOut(msgspec.Struct):

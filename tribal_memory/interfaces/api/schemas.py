@@ -24,12 +24,28 @@ from tribal_memory.base.errors import InvalidInput
 from tribal_memory.base.graph import Near, Traversal
 from tribal_memory.base.models import MemoryInput, MemoryKind, MemoryPatch, SearchFilters
 from tribal_memory.base.results import LearnedParts, SearchMode, Variant
+from tribal_memory.base.validation import (
+    MAX_BATCH_ITEMS,
+    MAX_FILTER_VALUES,
+    MAX_IDS,
+    MAX_REF_CHARS,
+    MAX_SOURCE_CHARS,
+)
 
 AwareDatetime = Annotated[datetime, msgspec.Meta(tz=True)]
 """A datetime that must carry a timezone (naive times are ambiguous)."""
 Score = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
 ChunkIndex = Annotated[int, msgspec.Meta(ge=0, le=2**31 - 1)]
 """Position of a chunk in its document; stored as a 32-bit integer."""
+Source = Annotated[str, msgspec.Meta(max_length=MAX_SOURCE_CHARS)]
+"""A memory's source (path or URI), or one value of a filter list."""
+Ref = Annotated[str, msgspec.Meta(max_length=MAX_REF_CHARS)]
+"""A memory's ``doc_id`` or ``parent_id``."""
+FilterValues = Annotated[list[Source], msgspec.Meta(max_length=MAX_FILTER_VALUES)]
+"""A filter list (tags, sources, relation types, blocked names): at most 256 values."""
+Kinds = Annotated[list[MemoryKind], msgspec.Meta(max_length=MAX_FILTER_VALUES)]
+Ids = Annotated[list[Source], msgspec.Meta(max_length=MAX_IDS)]
+"""Memory ids or paths named in one request: at most 1,000."""
 
 
 class _Request(msgspec.Struct, forbid_unknown_fields=True):
@@ -81,11 +97,11 @@ class CaptureRequest(_Request):
     content: str
     owner: str | None = None
     kind: MemoryKind = "fact"
-    tags: list[str] = msgspec.field(default_factory=list)
-    source: str | None = None
-    doc_id: str | None = None
+    tags: Ids = msgspec.field(default_factory=list)
+    source: Source | None = None
+    doc_id: Ref | None = None
     chunk_index: ChunkIndex | None = None
-    parent_id: str | None = None
+    parent_id: Ref | None = None
     event_time: AwareDatetime | None = None
     metadata: dict[str, Any] = msgspec.field(default_factory=dict)
 
@@ -97,7 +113,7 @@ class CaptureRequest(_Request):
 class BatchCaptureRequest(_Request):
     """Memories to capture in one write (all or nothing)."""
 
-    memories: list[CaptureRequest]
+    memories: Annotated[list[CaptureRequest], msgspec.Meta(max_length=MAX_BATCH_ITEMS)]
     near_duplicates: bool = True
     """Report near-duplicates of stored memories (one vector search per new
     memory); false skips that search, e.g. for bulk loads. Repeats of the same
@@ -108,9 +124,9 @@ class PatchRequest(_Request):
     """Fields to change; an absent (or null) field is left as it is."""
 
     content: str | None = None
-    tags: list[str] | None = None
+    tags: Ids | None = None
     kind: MemoryKind | None = None
-    source: str | None = None
+    source: Source | None = None
     event_time: AwareDatetime | None = None
     metadata: dict[str, Any] | None = None
 
@@ -175,16 +191,16 @@ class SearchScope(_Request, kw_only=True):
     k: int = 10
     owner: str | None = None
     include_shared: bool = True
-    tags: list[str] = msgspec.field(default_factory=list)
-    kinds: list[MemoryKind] = msgspec.field(default_factory=list)
-    sources: list[str] = msgspec.field(default_factory=list)
+    tags: FilterValues = msgspec.field(default_factory=list)
+    kinds: Kinds = msgspec.field(default_factory=list)
+    sources: FilterValues = msgspec.field(default_factory=list)
     since: AwareDatetime | None = None
     until: AwareDatetime | None = None
     min_score: Score = 0.0
     near: str | None = None
     steps: int | None = None
-    types: list[str] | None = None
-    block: list[str] | None = None
+    types: FilterValues | None = None
+    block: FilterValues | None = None
 
     def near_filter(self) -> Near | None:
         """The core :class:`Near` of this body's ``near`` fields (see :func:`near_of`).
@@ -237,7 +253,7 @@ class RecallRequest(SearchScope):
 
     query: str
     feedback: bool = False
-    learned: list[str] | None = None
+    learned: FilterValues | None = None
     context: bool = False
     session_id: str | None = None
 

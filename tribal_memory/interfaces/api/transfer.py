@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import Annotated, Literal
 
 from litestar import get, post
 from litestar.openapi.spec import OpenAPIMediaType, OpenAPIType, Operation, RequestBody, Schema
-from litestar.params import RawBody
+from litestar.params import QueryParameter, RawBody
 from litestar.response import Stream
 from litestar.status_codes import HTTP_200_OK
 
@@ -96,7 +97,18 @@ def export(service: Service, owner_scope: OwnerScope) -> Stream:
     operation_class=_JsonLinesBody,
     opt={BODY_MEDIA_TYPES_OPT: IMPORT_MEDIA_TYPES},
 )
-def import_(body: RawBody, service: Service, caller: CallerDep) -> ImportOut:
+def import_(
+    body: RawBody,
+    service: Service,
+    caller: CallerDep,
+    on_conflict: Annotated[
+        Literal["keep", "replace"],
+        QueryParameter(
+            description="A memory stored here with other fields than the file's: keep the "
+            "stored one (default; listed in conflict_ids) or replace it with the file's."
+        ),
+    ] = "keep",
+) -> ImportOut:
     """Import an export (the body, ``application/x-ndjson``): ids, vectors, times are kept.
 
     A body of another media type is refused (415; ``application/jsonl`` and
@@ -105,7 +117,10 @@ def import_(body: RawBody, service: Service, caller: CallerDep) -> ImportOut:
     The whole body is checked before anything is written. From another
     embedding model, content is embedded again with this server's
     (``reembedded``). Memories, relations and rows that exist are skipped, so
-    sending the same file twice changes nothing the second time.
+    sending the same file twice changes nothing the second time. A memory id
+    must be the one capture gives the record's owner and content. A memory
+    stored here with other fields than the file's is a conflict: reported in
+    ``conflicts`` and kept, or overwritten with ``on_conflict=replace``.
 
     Raises:
         InvalidInput: 400, not an export, an unknown version, a bad line (its
@@ -117,4 +132,4 @@ def import_(body: RawBody, service: Service, caller: CallerDep) -> ImportOut:
         UnsupportedMediaType: 415, a body that is not JSON lines.
     """
     caller.require_admin("import")
-    return import_out(service.import_jsonl(body))
+    return import_out(service.import_jsonl(body, on_conflict=on_conflict))

@@ -24,7 +24,10 @@ class ImportOut(msgspec.Struct):
     ``embedding_model``/``embedding_dim``: the model of the file's vectors.
     ``reembedded``: memories embedded again because that model differs from
     this server's (0: the stored vectors were kept). ``rows``: per learned
-    table (``query_cache``, ``fact_anchors``, ...).
+    table (``query_cache``, ``fact_anchors``, ...). ``conflicts``: memories
+    stored here with other fields than the file's (``conflict_ids``: the
+    first 100); ``replaced``: those the file's version overwrote
+    (``?on_conflict=replace``; else the stored ones stayed).
     """
 
     embedding_model: str
@@ -33,3 +36,6 @@ class ImportOut(msgspec.Struct):
     memories: TransferCountsOut
     relations: TransferCountsOut
     rows: dict[str, TransferCountsOut]
+    conflicts: int
+    conflict_ids: list[str]
+    replaced: int

@@ -78,6 +78,14 @@ def import_(
     file: Annotated[
         str, typer.Argument(metavar="FILE.jsonl", help="An export to read; - for stdin.")
     ],
+    replace: Annotated[
+        bool,
+        typer.Option(
+            "--replace",
+            help="A memory stored here with other fields than the file's takes the file's "
+            "(default: the stored one stays, reported as a conflict).",
+        ),
+    ] = False,
 ) -> Output:
     """Read an export: keeps ids and times, re-embeds from another model, skips what exists.
 
@@ -93,7 +101,9 @@ def import_(
                 advance(done - written, total)
                 written = done
 
-            result = service.import_jsonl(source, progress=progress)
+            result = service.import_jsonl(
+                source, progress=progress, on_conflict="replace" if replace else "keep"
+            )
     return Output([dataclasses.asdict(result)], [_import_line(result)])
 
 
@@ -114,6 +124,9 @@ def _import_line(result: ImportResult) -> str:
         line += f"; {orphaned} left out because their memories are missing"
     if result.reembedded:
         line += f"; {result.reembedded} re-embedded (the file's model: {result.embedding_model})"
+    if result.conflicts:
+        kept = "replaced by the file's" if result.replaced else "kept (--replace takes the file's)"
+        line += f"; {plural(result.conflicts, 'memory', 'memories')} differ from the file: {kept}"
     return line
 
 

@@ -10,7 +10,13 @@ comes from another embedding model, and skips what is already there.
 """
 
 from tribal_memory.ops.transfer.exporter import export_lines, write_export, write_export_file
-from tribal_memory.ops.transfer.importer import ImportResult, Source, TransferCounts, import_source
+from tribal_memory.ops.transfer.importer import (
+    ImportResult,
+    OnConflict,
+    Source,
+    TransferCounts,
+    import_source,
+)
 from tribal_memory.ops.transfer.records import EXCLUDED_TABLES, FORMAT, MEDIA_TYPE, VERSION
 
 __all__ = [
@@ -23,6 +29,7 @@ __all__ = [
     "TransferCounts",
     "export_lines",
     "import_source",
+    "OnConflict",
     "write_export",
     "write_export_file",
 ]

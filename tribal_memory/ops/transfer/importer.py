@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from itertools import chain, groupby, islice
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from sqlalchemy import Table, insert, select, tuple_
@@ -48,6 +48,9 @@ Source = Path | bytes | IO[bytes]
 """An export to import: a file path, the file's bytes, or a seekable binary file."""
 Progress = Callable[[int, int], None]
 """Called while writing with (records written so far, records in the file)."""
+OnConflict = Literal["keep", "replace"]
+"""Which wins when the file and this instance hold the same memory with other fields."""
+MAX_CONFLICTS_LISTED = 100
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +75,11 @@ class ImportResult:
     ``reembedded``: memories whose vectors were computed again with this
     instance's model because that differs (0 when the models match and the
     stored vectors were written as they are). ``rows`` is keyed by table name.
+    ``conflicts``: how many memories of the file were stored here with other
+    fields (tags, kind, source, times, metadata; the content is the same, as
+    the id says), and ``conflict_ids`` the first 100 of them; ``replaced``:
+    how many of those the file's version overwrote (``on_conflict="replace"``;
+    else 0 and the stored ones stayed, counted as skipped).
     """
 
     embedding_model: str
@@ -80,6 +88,9 @@ class ImportResult:
     memories: TransferCounts
     relations: TransferCounts
     rows: dict[str, TransferCounts] = field(default_factory=dict)
+    conflicts: int = 0
+    conflict_ids: list[str] = field(default_factory=list)
+    replaced: int = 0
 
 
 @contextmanager
@@ -113,6 +124,7 @@ def import_source(
     *,
     batch_rows: int = 500,
     progress: Progress | None = None,
+    on_conflict: OnConflict = "keep",
 ) -> ImportResult:
     """Import an export into ``core`` (see the module docstring for atomicity).
 
@@ -129,6 +141,10 @@ def import_source(
         source: A path, the file's bytes, or a seekable binary file.
         batch_rows: Memories or rows embedded and written per batch.
         progress: Called after each written batch.
+        on_conflict: For a memory stored here with other fields than the
+            file's: ``keep`` the stored one (reported in ``conflicts``) or
+            ``replace`` it with the file's (its learned data is dropped, as
+            for an update).
 
     Returns:
         Counts per kind of record.
@@ -143,7 +159,8 @@ def import_source(
     """
     with _opened(source) as lines:
         total, header = _check(core, lines())
-        return _Writer(core, header, batch_rows, total, progress).run(lines())
+        writer = _Writer(core, header, batch_rows, total, progress, on_conflict)
+        return writer.run(lines())
 
 
 def _limits(core: Core) -> RecordLimits:
@@ -177,8 +194,13 @@ class _Writer:
         batch_rows: int,
         total: int,
         progress: Progress | None,
+        on_conflict: OnConflict = "keep",
     ) -> None:
         self.core = core
+        self.on_conflict = on_conflict
+        self.conflicts = 0
+        self.conflict_ids: list[str] = []
+        self.replaced = 0
         self.header = header
         self.batch_rows = batch_rows
         self.total = total
@@ -214,6 +236,9 @@ class _Writer:
             memories=self.memories,
             relations=self.tables.pop(RELATIONS_TABLE, TransferCounts()),
             rows=self.tables,
+            conflicts=self.conflicts,
+            conflict_ids=self.conflict_ids,
+            replaced=self.replaced,
         )
 
     def _write(self, records: Iterator[Record]) -> None:
@@ -247,6 +272,7 @@ class _Writer:
         ids = [r.memory.memory_id for r in batch]
         self.in_file.update(ids)
         stored = self.core.store.get(ids)
+        self._conflicts([r.memory for r in batch if r.memory.memory_id in stored], stored)
         fresh = [r for r in batch if r.memory.memory_id not in stored]
         written: list[Memory] = []
         if fresh:
@@ -264,6 +290,18 @@ class _Writer:
             self.memories.skipped + len(batch) - len(written),
         )
         self._advance(len(batch))
+
+    def _conflicts(self, memories: Sequence[Memory], stored: dict[str, Memory]) -> None:
+        """Count (and with ``replace``, overwrite) the stored memories the file changes."""
+        for memory in memories:
+            if _fields(memory) == _fields(stored[memory.memory_id]):
+                continue
+            self.conflicts += 1
+            if len(self.conflict_ids) < MAX_CONFLICTS_LISTED:
+                self.conflict_ids.append(memory.memory_id)
+            if self.on_conflict == "replace":
+                self.core.overwrite(memory)
+                self.replaced += 1
 
     def _exists(self, memory_ids: set[str]) -> set[str]:
         """Of ``memory_ids``, those stored here once this import's memories are written."""
@@ -314,6 +352,20 @@ class _Writer:
             vectors = self.core.embedder.embed_batch([r[text_column] for r in todo], query=True)
             for row, vector in zip(todo, vectors, strict=True):
                 row[vector_column] = np.asarray(vector, dtype=np.float32).tobytes()
+
+
+def _fields(memory: Memory) -> tuple[Any, ...]:
+    """What an import compares of two versions of one memory: all but the write times."""
+    return (
+        memory.kind,
+        memory.tags,
+        memory.source,
+        memory.doc_id,
+        memory.chunk_index,
+        memory.parent_id,
+        _utc(memory.event_time) if memory.event_time is not None else None,
+        json.dumps(memory.metadata, sort_keys=True, default=str),
+    )
 
 
 def _batched(items: Iterable[RowRecord], size: int) -> Iterator[list[RowRecord]]:

@@ -20,8 +20,14 @@ import numpy as np
 from sqlalchemy import JSON, Boolean, Column, DateTime, Float, Integer, LargeBinary, String, Table
 
 from tribal_memory.base.errors import InvalidInput, TooLarge
-from tribal_memory.base.models import MEMORY_KINDS, SHARED_OWNER, Memory
-from tribal_memory.base.validation import check_metadata
+from tribal_memory.base.models import MEMORY_KINDS, SHARED_OWNER, Memory, memory_id_for
+from tribal_memory.base.validation import (
+    check_metadata,
+    check_owner,
+    check_ref,
+    check_source,
+    check_tags,
+)
 from tribal_memory.embeddings.base import Vector
 from tribal_memory.ops.transfer.records import (
     EXCLUDED_TABLES,
@@ -39,7 +45,6 @@ from tribal_memory.ops.transfer.records import (
 
 ANCHORS_TABLE = "fact_anchors"
 """The anchors table: rows exported before anchors had owners get one on import."""
-_MAX_OWNER_CHARS = 128
 
 
 class _Problem(Exception):
@@ -94,6 +99,8 @@ def _decode_vector(text: str, dim: int) -> Vector:
     vector: Vector = np.frombuffer(raw, dtype="<f4").astype(np.float32)
     if not np.isfinite(vector).all():
         raise _Problem("vector holds NaN or infinite values")
+    if not np.linalg.norm(vector.astype(np.float64)) > 0:
+        raise _Problem("vector is all zeros (it would match nothing)")
     return vector
 
 
@@ -168,12 +175,26 @@ def _decode_memory(data: Mapping[str, Any], dim: int, limits: RecordLimits) -> M
     for name in _MEMORY_TIMES:
         if values[name] is not None:
             values[name] = _time(values[name], name)
-    values.update(
-        memory_id=_memory_id(fields),
-        owner=_text(fields, "owner", _MAX_OWNER_CHARS),
-        tags=tuple(tags),
-        metadata=metadata,
-    )
+    try:
+        owner = check_owner(_get(fields, "owner", str))
+        values.update(
+            tags=check_tags(tags, limits.max_tags),
+            source=check_source(values["source"]),
+            doc_id=check_ref(values["doc_id"], "doc_id"),
+            parent_id=check_ref(values["parent_id"], "parent_id"),
+        )
+    except InvalidInput as exc:
+        raise _Problem(exc.detail) from exc
+    memory_id = _memory_id(fields)
+    expected = memory_id_for(owner, content)
+    if memory_id != expected or content != content.strip():
+        # Capture finds a memory by this id: one that does not stand for its owner and
+        # content would answer another owner's (or another text's) capture as "exists".
+        raise _Problem(
+            f"field 'memory_id' {memory_id} is not the id capture gives this owner and "
+            f"content ({expected})"
+        )
+    values.update(memory_id=memory_id, owner=owner, metadata=metadata)
     return MemoryRecord(Memory(**values), _decode_vector(_get(data, "vector", str), dim))
 
 
@@ -280,6 +301,7 @@ def read_records(lines: Iterable[bytes], *, limits: RecordLimits) -> Iterator[He
     stage = 0
     ended = False
     number = 0
+    lines_of: dict[str, int] = {}  # memory id -> the line that holds it
     for number, raw in enumerate(lines, 1):  # noqa: B007 - number is used after the loop
         if not raw.strip():
             continue
@@ -300,6 +322,10 @@ def read_records(lines: Iterable[bytes], *, limits: RecordLimits) -> Iterator[He
                 continue
             kind, stage = _ordered(kind, stage)
             record = _decode_record(data, kind, header.embedding_dim, tables, limits)
+            if isinstance(record, MemoryRecord):
+                first = lines_of.setdefault(record.memory.memory_id, number)
+                if first != number:
+                    raise _Problem(f"memory {record.memory.memory_id} is also on line {first}")
             counts[kind] += 1
         except _Problem as exc:
             raise InvalidInput(f"line {number}: {exc}") from exc
