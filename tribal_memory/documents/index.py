@@ -37,7 +37,8 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import String, cast, or_, select
 
-from tribal_memory.base.errors import InvalidInput, NotFound, TooLarge
+from tribal_memory.base.db import SharedLock
+from tribal_memory.base.errors import Forbidden, InvalidInput, NotFound, TooLarge
 from tribal_memory.base.models import (
     SHARED_OWNER,
     DocumentInfo,
@@ -120,6 +121,11 @@ class DocumentIndex:
         self._store: MemoryStore = core.store
         self._lock = core.db.lock("documents", on_acquire=core.store.refresh)
         self._summaries = SummarySync(core)
+
+    @property
+    def writes_lock(self) -> SharedLock:
+        """The lock every document write holds; taken before the core's capture lock."""
+        return self._lock
 
     # -- validation -----------------------------------------------------------
 
@@ -397,13 +403,17 @@ class DocumentIndex:
             ).first()
             return _placements(row) if row is not None else None
 
-    def delete(self, path: str, *, owner: str | None = None) -> DocumentResult:
+    def delete(
+        self, path: str, *, owner: str | None = None, shared_writable: bool = True
+    ) -> DocumentResult:
         """Delete a document and the chunks no other document of its owner holds.
 
         Args:
             path: The document's path as ingested.
             owner: Only this owner's or a shared document (this owner's
                 first); None: the one document with that path, of any owner.
+            shared_writable: False refuses to delete a ``shared`` document
+                (callers without an admin key).
 
         Returns:
             Status ``deleted`` with the number of chunk memories removed.
@@ -412,10 +422,13 @@ class DocumentIndex:
             NotFound: no such document visible to ``owner``.
             InvalidInput: ``owner`` is None and several owners have a
                 document at ``path``.
+            Forbidden: a shared document and ``shared_writable`` is False.
         """
         path = self._check_path(path)
         with self._lock:
             row = self._find(path, owner)
+            if row.owner == SHARED_OWNER and not shared_writable:
+                raise Forbidden("deleting a shared document needs an admin key")
             ids = [p.memory_id for p in _placements(row)]
             removed = self._drop(row.owner, row.path, row.doc_id, ids, set())
             self.core.delete_many([r.memory_id for r in summary_records(row.summaries)])

@@ -211,7 +211,8 @@ class MemoryService(RetrievalOperations, GraphOperations):
         the learned layer (retrieval events, cache entries, weights,
         expansions, the anchors its searches use, also on shared memories).
         Shared memories are not the owner's and stay; so do its API keys and
-        A/B variant pin (access and configuration, not knowledge).
+        A/B variant pin (access and configuration, not knowledge). Captures
+        wait while it runs, so none made meanwhile is half cleared.
 
         Args:
             owner: The owner to clear (not ``shared`` unless named so).
@@ -231,13 +232,18 @@ class MemoryService(RetrievalOperations, GraphOperations):
                 f"clearing deletes every memory of {owner!r}: confirm by naming the owner "
                 f"again (confirm={owner})"
             )
-        ids = self.store.ids_of(SearchFilters(owner=owner, include_shared=False))
-        deleted = 0
-        for start in range(0, len(ids), self.settings.max_batch_size):
-            deleted += self.delete_many(ids[start : start + self.settings.max_batch_size])
-        documents = self.document_index.forget_owner(owner)
-        with self.core.references_lock:
-            learned = forget_owner(self.db, owner)
+        # Under the document and capture locks (in the order ingest takes them) from
+        # listing to the end: no capture, document ingest or update moving a memory to
+        # a new id can land between the batches and survive the clear. Other owners'
+        # captures wait for it too.
+        with self.document_index.writes_lock, self.core.capture_lock:
+            ids = self.store.ids_of(SearchFilters(owner=owner, include_shared=False))
+            deleted = 0
+            for start in range(0, len(ids), self.settings.max_batch_size):
+                deleted += self.delete_many(ids[start : start + self.settings.max_batch_size])
+            documents = self.document_index.forget_owner(owner)
+            with self.core.references_lock:
+                learned = forget_owner(self.db, owner)
         return OwnerCleared(owner, deleted, documents, learned)
 
     def ingest_document(
@@ -320,7 +326,9 @@ class MemoryService(RetrievalOperations, GraphOperations):
         """Ingested documents of ``owner`` and shared ones (None: all), by owner and path."""
         return self.document_index.documents(owner=owner)
 
-    def delete_document(self, path: str, *, owner: str | None = None) -> DocumentResult:
+    def delete_document(
+        self, path: str, *, owner: str | None = None, shared_writable: bool = True
+    ) -> DocumentResult:
         """Delete a document with its chunks (and everything learned about them).
 
         Chunks whose text another document of the owner also holds stay.
@@ -328,8 +336,9 @@ class MemoryService(RetrievalOperations, GraphOperations):
         Raises:
             NotFound: no document at ``path`` visible to ``owner``.
             InvalidInput: ``owner`` is None and several owners have that path.
+            Forbidden: a shared document and ``shared_writable`` is False.
         """
-        return self.document_index.delete(path, owner=owner)
+        return self.document_index.delete(path, owner=owner, shared_writable=shared_writable)
 
     def export_jsonl(
         self, *, owner: str | None = None, progress: Callable[[int], None] | None = None

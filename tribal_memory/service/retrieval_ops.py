@@ -18,7 +18,7 @@ from tribal_memory.base.config import Settings
 from tribal_memory.base.db import Database
 from tribal_memory.base.errors import InvalidInput, NotFound, TooLarge
 from tribal_memory.base.graph import Near
-from tribal_memory.base.models import SearchFilters
+from tribal_memory.base.models import SHARED_OWNER, SearchFilters
 from tribal_memory.base.results import (
     Anchor,
     FeedbackResult,
@@ -330,11 +330,26 @@ class RetrievalOperations:
             ids += [i for i in found if i not in set(ids)]
         return tuple(ids)
 
-    def add_anchor(self, memory_id: str, text: str, *, owner: str | None = None) -> Anchor:
+    def add_anchor(
+        self,
+        memory_id: str,
+        text: str,
+        *,
+        owner: str | None = None,
+        for_owner: str | None = None,
+    ) -> Anchor:
         """Attach a manual anchor (a question the memory answers); active at once.
 
-        The anchor belongs to the memory's owner: every search that can see
-        the memory uses it (a ``shared`` memory's: everyone's).
+        The anchor belongs to the memory's owner, so every search that can see
+        the memory uses it, except on a ``shared`` memory with ``for_owner``
+        given: then it belongs to ``for_owner`` and steers only that owner's
+        searches (one key alone must not steer every owner's ranking).
+
+        Args:
+            memory_id: The memory the anchor finds.
+            text: The question.
+            owner: When given, only that owner's and shared memories are visible.
+            for_owner: The owner a non-admin caller acts for (None: an admin).
 
         Raises:
             NotFound: no such memory visible to ``owner``.
@@ -342,7 +357,10 @@ class RetrievalOperations:
         """
         with self.core.references_lock:
             memory = self.core.get(memory_id, owner=owner)
-            return self.learner.anchors.add(memory_id, text, memory.owner)
+            anchor_owner = memory.owner
+            if memory.owner == SHARED_OWNER and for_owner is not None:
+                anchor_owner = for_owner
+            return self.learner.anchors.add(memory_id, text, anchor_owner)
 
     def anchors(self, memory_id: str, *, owner: str | None = None) -> list[Anchor]:
         """Anchors of a memory that ``owner``'s searches use (None: every owner's), most used first.
@@ -356,17 +374,27 @@ class RetrievalOperations:
         owners = owners_for(owner) if owner is not None else None
         return self.learner.anchors.anchors_of(memory_id, owners)
 
-    def remove_anchor(self, memory_id: str, text: str, *, owner: str | None = None) -> None:
+    def remove_anchor(
+        self,
+        memory_id: str,
+        text: str,
+        *,
+        owner: str | None = None,
+        for_owner: str | None = None,
+    ) -> None:
         """Detach an anchor from a memory.
 
         Only anchors ``owner``'s searches use (its own and ``shared`` ones; None:
-        any owner's) are removed.
+        any owner's) are removed; with ``for_owner`` (a non-admin caller) only
+        that owner's own: the ``shared`` anchors of a shared memory need an admin.
 
         Raises:
             NotFound: no such memory visible to ``owner``, or no such anchor.
         """
         self.core.get(memory_id, owner=owner)
         owners = owners_for(owner) if owner is not None else None
+        if for_owner is not None:
+            owners = frozenset((for_owner,))
         if not self.learner.anchors.remove(memory_id, text, owners):
             raise NotFound(f"memory {memory_id} has no anchor {text!r}")
 

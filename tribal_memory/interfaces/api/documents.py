@@ -10,7 +10,8 @@ from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import JSONBody, QueryParameter
 from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED
 
-from tribal_memory.base.models import DocumentResult
+from tribal_memory.base.errors import Forbidden
+from tribal_memory.base.models import SHARED_OWNER, DocumentResult
 from tribal_memory.interfaces.api.auth import CallerDep, OwnerScope
 from tribal_memory.interfaces.api.deps import Service
 from tribal_memory.interfaces.api.document_schemas import (
@@ -57,7 +58,8 @@ class DocumentsController(Controller):
         ``owner`` defaults to the caller's own (``shared`` without authentication).
 
         Raises:
-            Forbidden: 403, a key naming an owner other than its own or ``shared``.
+            Forbidden: 403, a key naming an owner other than its own, or
+                ``shared`` without an admin key.
             InvalidInput: 400, bad path, owner or content field, unsupported
                 extension, text that is not UTF-8, a corrupt, password-protected
                 or text-less PDF.
@@ -67,6 +69,8 @@ class DocumentsController(Controller):
             StoreUnavailable / EmbeddingError: 503.
         """
         owner = caller.write_owner(data.owner)
+        if owner == SHARED_OWNER and not caller.admin:
+            raise Forbidden("ingesting a shared document needs an admin key")
         result = service.ingest_document(data.path, data.content(), owner=owner)
         status = HTTP_201_CREATED if result.status == "created" else HTTP_200_OK
         return Response(_result_out(result), status_code=status)
@@ -90,6 +94,7 @@ class DocumentsController(Controller):
         self,
         service: Service,
         owner_scope: OwnerScope,
+        caller: CallerDep,
         path: Annotated[str, QueryParameter(description="The document's path as ingested.")],
     ) -> DocumentOut:
         """Delete a document with its chunks and everything learned about them.
@@ -99,7 +104,9 @@ class DocumentsController(Controller):
 
         Raises:
             NotFound: 404, no document at ``path`` visible to ``owner``.
-            Forbidden: 403, a key naming another owner.
+            Forbidden: 403, a key naming another owner, or a shared document
+                and a key that is not an admin's.
             InvalidInput: 400, no ``owner`` and several owners have that path.
         """
-        return _result_out(service.delete_document(path, owner=owner_scope))
+        result = service.delete_document(path, owner=owner_scope, shared_writable=caller.admin)
+        return _result_out(result)

@@ -95,14 +95,20 @@ class AnchorsController(Controller):
         data: JSONBody[AnchorRequest],
         service: Service,
         owner_scope: OwnerScope,
+        caller: CallerDep,
     ) -> AnchorOut:
         """Attach a manual anchor (active at once, confidence 1.0); idempotent.
+
+        On a shared memory, a non-admin key's anchor is its owner's: it steers
+        only that owner's searches. An admin key's steers everyone's.
 
         Raises:
             NotFound: 404, no such memory visible to ``owner``.
             InvalidInput: 400, text empty, without content words or over 1024 characters.
         """
-        return anchor_out(service.add_anchor(memory_id, data.text, owner=owner_scope))
+        return anchor_out(
+            service.add_anchor(memory_id, data.text, owner=owner_scope, for_owner=caller.learner)
+        )
 
     @delete(
         "/",
@@ -116,14 +122,17 @@ class AnchorsController(Controller):
         text: Annotated[str, QueryParameter(description="The anchor's text.")],
         service: Service,
         owner_scope: OwnerScope,
+        caller: CallerDep,
     ) -> None:
         """Detach the anchor with this ``text`` from the memory (204).
+
+        A non-admin key detaches only its owner's anchors.
 
         Raises:
             NotFound: 404, no such memory visible to ``owner``, or no such anchor.
             ValidationException: 400, no ``text`` query parameter.
         """
-        service.remove_anchor(memory_id, text, owner=owner_scope)
+        service.remove_anchor(memory_id, text, owner=owner_scope, for_owner=caller.learner)
 
 
 def _own_variant(caller: Caller, owner: str) -> str:
