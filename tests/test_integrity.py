@@ -9,6 +9,7 @@ gaps the probe found.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import threading
 import time
@@ -552,3 +553,31 @@ def test_no_capture_answered_during_a_clear_survives_it(
             if started < answered.get(memory["memory_id"], 0.0) < ended - 0.25
         ]
         assert ended - started > 0.5 and inside == []
+
+
+# -- 3. stores written before edits re-keyed ----------------------------------------------
+
+
+def test_check_repair_moves_a_misfiled_memory_to_its_own_id(client: TestClient[Litestar]) -> None:
+    """An edit made before edits re-keyed left content under its first content's id."""
+    service = client.app.state["service"]
+    friday = _capture(client, "Deploy freeze starts Friday")
+    other = _capture(client, "Releases need two approvals")
+    edge = {"source_id": other["memory_id"], "target_id": friday["memory_id"], "type": "see"}
+    assert client.post("/v1/relations", json=edge).status_code in (200, 201)
+    stored = service.get(friday["memory_id"])
+    old_style = dataclasses.replace(stored, content="Deploy freeze starts Monday")
+    service.store.replace(old_style, service.core.embedder.embed(old_style.content))
+
+    assert service.check_consistency().misfiled == (friday["memory_id"],)
+    refused = client.post("/v1/memories", json={"content": "Deploy freeze starts Friday"})
+    assert "check --repair" in _error(refused, 409, "conflict")["detail"]
+
+    report = service.check_consistency(repair=True)
+    assert report.ok and report.misfiled == ()
+    monday = memory_id_for("shared", "Deploy freeze starts Monday")
+    assert client.get(f"/v1/memories/{monday}").json()["content"] == old_style.content
+    neighbours = client.get(f"/v1/memories/{other['memory_id']}/neighbors").json()["neighbors"]
+    assert [n["memory"]["memory_id"] for n in neighbours] == [monday]
+    again = client.post("/v1/memories", json={"content": "Deploy freeze starts Friday"})
+    assert again.status_code == 201

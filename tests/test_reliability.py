@@ -156,6 +156,7 @@ def test_backup_and_restore_commands(tmp_path: Path, service: MemoryService) -> 
         "memories": 5,
         "duplicate_ids": [],
         "orphans": {},
+        "misfiled": [],
     }
     again = _cli("restore", str(tmp_path / "b"), "--data-dir", str(tmp_path / "r"))
     assert again.returncode == 1
@@ -313,4 +314,10 @@ def test_full_disk_is_a_clear_error(tmp_path: Path) -> None:
     assert len(errors) == 1, result.stderr
     assert "Traceback" not in result.stderr
     check = json.loads(result.stdout.strip().splitlines()[-1])
-    assert check == {"ok": True, "memories": 1, "duplicate_ids": [], "orphans": {}}
+    assert check == {
+        "ok": True,
+        "memories": 1,
+        "duplicate_ids": [],
+        "orphans": {},
+        "misfiled": [],
+    }

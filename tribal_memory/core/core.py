@@ -10,7 +10,6 @@ retrieval, the learned layer and the graph queries on top of one.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import zlib
 from collections.abc import Sequence
@@ -35,20 +34,12 @@ from tribal_memory.base.models import (
     MemoryInput,
     MemoryPatch,
     SearchFilters,
-    memory_id_for,
-    next_update_time,
     version_of,
 )
-from tribal_memory.base.tables import DocumentRow
 from tribal_memory.base.validation import (
-    check_content,
-    check_kind,
-    check_metadata,
-    check_source,
-    check_tags,
-    check_time,
     validated_memory,
 )
+from tribal_memory.core.edits import check_not_in_document, patched, refiled, same_capture
 from tribal_memory.core.near_duplicates import find_near_duplicates
 from tribal_memory.embeddings.base import Embedder, Vector
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
@@ -222,7 +213,9 @@ class Core:
         results: list[CaptureResult] = []
         for memory in memories:
             if memory.memory_id in stored:
-                results.append(CaptureResult(_same(stored[memory.memory_id], memory), "exists"))
+                results.append(
+                    CaptureResult(same_capture(stored[memory.memory_id], memory), "exists")
+                )
             elif memory.memory_id in created:
                 results.append(created.pop(memory.memory_id))
             else:  # a repeat within this batch of a memory created above
@@ -346,7 +339,7 @@ class Core:
         """
         with self.memory_lock(memory_id):
             current = self._writable(memory_id, owner, if_version, shared_writable)
-            updated, vector = self._patched(current, patch)
+            updated, vector = patched(current, patch, self.settings, self.embedder)
             if updated.memory_id == memory_id:
                 # Under the references lock, as delete: a feedback loading a weight row of
                 # this memory must not have it removed under its feet.
@@ -355,7 +348,7 @@ class Core:
                     forget_learned(self.db, [memory_id])
                 return updated
             assert vector is not None  # new content, so a new id, comes with its vector
-            self._check_not_in_document(current)
+            check_not_in_document(self.db, current)
             with self.capture_lock, self.references_lock:
                 if self.store.get([updated.memory_id]):
                     raise Conflict(
@@ -380,43 +373,37 @@ class Core:
             )
         return current
 
-    def _patched(self, current: Memory, patch: MemoryPatch) -> tuple[Memory, Vector | None]:
-        """``current`` with ``patch`` applied, and the new content's vector (None: unchanged)."""
-        changes: dict[str, object] = {"updated_at": next_update_time(current, _now())}
-        vector = None
-        if patch.content is not None:
-            content = check_content(patch.content, self.settings.max_content_chars)
-            if content != current.content:
-                changes["content"] = content
-                changes["memory_id"] = memory_id_for(current.owner, content)
-                vector = self.embedder.embed(content)
-        if patch.tags is not None:
-            changes["tags"] = check_tags(patch.tags, self.settings.max_tags)
-        if patch.kind is not None:
-            check_kind(patch.kind)
-            changes["kind"] = patch.kind
-        if patch.source is not None:
-            changes["source"] = check_source(patch.source)
-        if patch.event_time is not None:
-            changes["event_time"] = check_time(patch.event_time, "event_time")
-        if patch.metadata is not None:
-            changes["metadata"] = check_metadata(patch.metadata, self.settings.max_metadata_bytes)
-        return dataclasses.replace(current, **changes), vector  # type: ignore[arg-type]
+    def refile(self, memory_id: str) -> str | None:
+        """Move a memory stored under another id than capture's to its own (a repair).
 
-    def _check_not_in_document(self, memory: Memory) -> None:
-        """Raise Conflict when ``memory`` is a chunk or summary of an ingested document."""
-        if memory.source is None:
-            return
-        with self.db.session() as session:
-            document = session.get(DocumentRow, (memory.owner, memory.source))
-            if document is None:
-                return
-            ids = {item["memory_id"] for item in [*document.chunks, *document.summaries]}
-        if memory.memory_id in ids:
-            raise Conflict(
-                f"memory {memory.memory_id} is part of the document {memory.source!r}: "
-                "change the document and ingest it again"
-            )
+        Stores written before edits re-keyed hold edited memories under their
+        first content's id. The memory moves to capture's id of its owner and
+        content, with its relations, as an edit would move it; if a memory is
+        already stored there (the same owner and content), this one's relations
+        join it and this one goes. Learned data of the old id is dropped.
+
+        Returns:
+            The id the memory is now under; None when ``memory_id`` is not
+            stored or already is capture's id.
+
+        Raises:
+            StoreUnavailable / EmbeddingError: the write or the embedding failed.
+        """
+        with self.memory_lock(memory_id):
+            memory = self.store.get([memory_id]).get(memory_id)
+            moved = refiled(memory) if memory is not None else None
+            if moved is None:
+                return None
+            vector = self.embedder.embed(moved.content)
+            with self.capture_lock, self.references_lock:
+                if self.store.get([moved.memory_id]):
+                    self.store.delete([memory_id])
+                else:
+                    self.store.rekey(memory_id, moved, vector)
+                self.graph.rekey(memory_id, moved.memory_id)
+                forget_learned(self.db, [memory_id])
+            new_id: str = moved.memory_id
+            return new_id
 
     def forget_cached(self, memory_ids: Sequence[str]) -> int:
         """Drop the cache entries that snapshot any of ``memory_ids`` (their fields changed).
@@ -491,24 +478,6 @@ class Core:
     def optimize(self) -> None:
         """Fold new rows into the indexes and drop old versions (see the store)."""
         self.store.optimize()
-
-
-def _same(stored: Memory, captured: Memory) -> Memory:
-    """``stored``, the memory a capture found under its id, once checked it holds that capture.
-
-    Ids are UUIDv5 of owner and content and updates re-key, so an id names
-    one owner's content; a row that does not (left by a store written
-    before updates re-keyed) must not answer for another text or owner.
-
-    Raises:
-        Conflict: the stored memory has another owner or content.
-    """
-    if stored.owner != captured.owner or stored.content != captured.content:
-        raise Conflict(
-            f"memory {stored.memory_id} holds other content than its id stands for "
-            "(changed before updates re-keyed): update or delete it, then capture again"
-        )
-    return stored
 
 
 def _visible(memory: Memory, owner: str | None) -> bool:

@@ -2,7 +2,9 @@
 
 Every row of ``relations``, ``query_cache``, ``query_fact_weights`` and
 ``fact_anchors`` names memories by id; each must name a memory that exists,
-and each memory id must appear once in LanceDB. :func:`check_consistency`
+each memory id must appear once in LanceDB, and each must be the id capture
+gives the memory's owner and content (stores written before edits re-keyed
+hold edited memories under their first content's id: ``misfiled``). :func:`check_consistency`
 reports what breaks that; :func:`prune_orphans` deletes the SQL rows that
 point at missing memories (it never touches LanceDB). ``retrieval_events``
 are a log of what was returned and may name memories deleted since: they are
@@ -19,7 +21,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import delete, or_, select
 
 from tribal_memory.base.db import Database
-from tribal_memory.base.models import SearchFilters
+from tribal_memory.base.models import SearchFilters, memory_id_for
 from tribal_memory.base.tables import FactAnchorRow, QueryCacheRow, QueryFactWeightRow, RelationRow
 from tribal_memory.learned import forget_learned
 
@@ -36,24 +38,28 @@ class ConsistencyReport:
         duplicate_ids: Memory ids stored in more than one LanceDB row (sorted).
         orphans: ``{table: [missing memory id, ...]}`` for SQL rows pointing at
             memories that do not exist; tables without orphans are absent.
+        misfiled: Memory ids that are not capture's id of the memory's owner
+            and content (sorted); :meth:`.Core.refile` moves each to its own.
     """
 
     memories: int
     duplicate_ids: tuple[str, ...]
     orphans: dict[str, list[str]]
+    misfiled: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
-        """True when there is no duplicate id and no orphaned row."""
-        return not self.duplicate_ids and not self.orphans
+        """True when there is no duplicate id, no orphaned row and no misfiled memory."""
+        return not self.duplicate_ids and not self.orphans and not self.misfiled
 
     def as_dict(self) -> dict[str, object]:
-        """JSON-ready form: ``{"ok", "memories", "duplicate_ids", "orphans"}``."""
+        """JSON-ready form: ``{"ok", "memories", "duplicate_ids", "orphans", "misfiled"}``."""
         return {
             "ok": self.ok,
             "memories": self.memories,
             "duplicate_ids": list(self.duplicate_ids),
             "orphans": self.orphans,
+            "misfiled": list(self.misfiled),
         }
 
 
@@ -98,7 +104,24 @@ def check_consistency(core: Core) -> ConsistencyReport:
     """
     counts = Counter(core.store.ids_of(SearchFilters()))  # an id stored twice: listed twice
     duplicates = tuple(sorted(i for i, n in counts.items() if n > 1))
-    return ConsistencyReport(len(counts), duplicates, sql_orphans(core.db, set(counts)))
+    orphans = sql_orphans(core.db, set(counts))
+    return ConsistencyReport(len(counts), duplicates, orphans, tuple(misfiled_ids(core)))
+
+
+def misfiled_ids(core: Core, *, page_rows: int = 1_000) -> list[str]:
+    """Ids of memories stored under another id than capture's of their owner and content.
+
+    Reads every memory once, a page of ``page_rows`` at a time, in id order.
+
+    Raises:
+        StoreUnavailable: the store cannot be read.
+    """
+    found: list[str] = []
+    after: str | None = None
+    while page := core.store.page(SearchFilters(), page_rows, after=after):
+        found += [m.memory_id for m in page if m.memory_id != memory_id_for(m.owner, m.content)]
+        after = page[-1].memory_id
+    return found
 
 
 def prune_orphans(db: Database, existing: set[str]) -> int:

@@ -39,7 +39,12 @@ from tribal_memory.embeddings.base import Embedder, Vector
 from tribal_memory.graph.queries import GraphQueries
 from tribal_memory.learned.invalidation import forget_owner
 from tribal_memory.learned.learner import Learner
-from tribal_memory.ops.maintenance import ConsistencyReport, check_consistency, prune_orphans
+from tribal_memory.ops.maintenance import (
+    ConsistencyReport,
+    check_consistency,
+    misfiled_ids,
+    prune_orphans,
+)
 from tribal_memory.ops.transfer import (
     ImportResult,
     OnConflict,
@@ -420,8 +425,10 @@ class MemoryService(RetrievalOperations, GraphOperations):
         See :func:`tribal_memory.ops.maintenance.check_consistency`.
 
         Args:
-            repair: First delete SQL rows that point at missing memories
-                (duplicate LanceDB ids are reported, never changed).
+            repair: First move misfiled memories to their own ids (see
+                :meth:`.Core.refile`), then delete SQL rows that point at
+                missing memories (duplicate LanceDB ids are reported, never
+                changed).
 
         Returns:
             The report after any repair; ``report.ok`` for a consistent store.
@@ -429,6 +436,9 @@ class MemoryService(RetrievalOperations, GraphOperations):
         Raises:
             StoreUnavailable: either store cannot be read or written.
         """
+        if repair:
+            for memory_id in misfiled_ids(self.core):
+                self.core.refile(memory_id)
         with self.core.references_lock:
             if repair:
                 prune_orphans(self.db, set(self.store.ids_of(SearchFilters())))

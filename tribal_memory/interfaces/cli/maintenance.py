@@ -40,22 +40,27 @@ def check(
     run: Run,
     repair: Annotated[
         bool,
-        typer.Option("--repair", help="Delete SQL rows that point at missing memories first."),
+        typer.Option(
+            "--repair",
+            help="First move misfiled memories to their own ids and delete SQL rows that "
+            "point at missing memories.",
+        ),
     ] = False,
 ) -> None:
-    """Check that memory ids are unique and nothing points at a missing memory.
+    """Check that ids are unique and capture's, and nothing points at a missing memory.
 
     Exits 1 when the store is inconsistent (after --repair: when it still is).
     """
     report = run.service().check_consistency(repair=repair)
-    ok = f"ok: {report.memories} memories, no duplicate ids, no orphaned rows"
+    ok = f"ok: {report.memories} memories, no duplicate or misfiled ids, no orphaned rows"
     run.show(Output([report.as_dict()], [ok] if report.ok else []))
     if not report.ok:
         orphans = ", ".join(f"{table}: {len(ids)}" for table, ids in report.orphans.items())
         fail(
             f"inconsistent store: {len(report.duplicate_ids)} duplicate memory ids; "
+            f"{len(report.misfiled)} memories not under capture's id; "
             f"rows pointing at missing memories: {orphans or 'none'}"
-            + ("" if repair else " (tribal-memory check --repair drops such rows)")
+            + ("" if repair else " (tribal-memory check --repair fixes the last two)")
         )
 
 
