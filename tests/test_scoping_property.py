@@ -150,6 +150,9 @@ def _run(world: World, op: tuple[Any, ...]) -> None:
         if op[3]:
             body["owner"] = "shared"
         created = world.call(caller, "POST", "/v1/documents", json=body)
+        if op[3]:  # shared documents need an admin key
+            assert created.status_code == 403, created.text
+            return
         assert created.status_code == 201, created.text
         holder = created.json()["owner"]
         chunks = world.client.app.state["service"].list_memories(
@@ -217,13 +220,14 @@ def _run(world: World, op: tuple[Any, ...]) -> None:
             body = {"text": QUESTIONS[op[3]]}
             response = world.call(caller, "POST", f"/v1/memories/{memory_id}/anchors", json=body)
             assert (response.status_code < 300) == (expected == 200)
-        elif kind == "update":
+        elif kind == "update":  # a shared memory changes only with an admin key
             body = {"tags": ["touched"]}
             response = world.call(caller, "PATCH", f"/v1/memories/{memory_id}", json=body)
-            assert response.status_code == expected
+            assert response.status_code == (403 if holder == "shared" else expected)
         elif kind == "delete":
             response = world.call(caller, "DELETE", f"/v1/memories/{memory_id}")
-            assert response.status_code == (204 if expected == 200 else 404)
+            deleted = 403 if holder == "shared" else 204
+            assert response.status_code == (deleted if expected == 200 else 404)
             if response.status_code == 204:
                 world.memories.remove(target)
 
