@@ -192,6 +192,9 @@ class InMemoryStore(MemoryStore):
             answers.append(found)
         return answers
 
+    def vectors(self, memory_ids: Sequence[str]) -> dict[str, Vector]:
+        return {i: self._rows[i][1].copy() for i in memory_ids if i in self._rows}
+
     def score_ids(
         self, vector: Vector, memory_ids: Sequence[str], filters: SearchFilters
     ) -> list[ScoredMemory]:

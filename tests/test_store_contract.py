@@ -178,6 +178,15 @@ def test_replace_of_an_unknown_id_is_not_found_and_writes_nothing(
     assert store.get(["ghost"]) == {} and store.count() == len(FIXTURE)
 
 
+def test_vectors_are_read_back_as_written(filled: tuple[MemoryStore, np.ndarray]) -> None:
+    store, vectors = filled
+    found = store.vectors(["a1", "b1", "ghost"])
+    assert found.keys() == {"a1", "b1"}
+    np.testing.assert_allclose(found["a1"], vectors[0], atol=1e-6)
+    assert found["a1"].dtype == np.float32 and found["a1"].shape == (vectors.shape[1],)
+    assert store.vectors([]) == {}
+
+
 def test_rekey_moves_the_memory_to_its_new_id_in_one_write(
     filled: tuple[MemoryStore, np.ndarray],
 ) -> None:

@@ -109,6 +109,8 @@ def _populate(a: MemoryService) -> dict[str, str]:
     result = a.recall_with_feedback("Which bike does Bob ride?", filters=SearchFilters(owner="bob"))
     a.record_usage_feedback(result.retrieval_id or "", [])
     assert a.search(QUESTION, filters=alice).cached  # the cache answers in A
+    a.learner.adapters.wait()
+    assert a.learner.adapters.train("alice")  # one question is enough in this store
     return ids
 
 
@@ -117,7 +119,7 @@ def source(
     tmp_path_factory: pytest.TempPathFactory, embedder: FastEmbedEmbedder
 ) -> Iterator[Source]:
     root = tmp_path_factory.mktemp("transfer")
-    with _open(root / "a", embedder) as a:
+    with _open(root / "a", embedder, adapter_min_questions=1) as a:
         ids = _populate(a)
         a.optimize()  # full-text index up to date, as import leaves B (BM25 scores then agree)
         lines = list(a.export_jsonl())

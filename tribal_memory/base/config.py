@@ -238,6 +238,22 @@ class Settings(BaseSettings):
     skip_prior_weight: float = Field(default=0.15, ge=0.0, le=1.0)
     """Largest score a retrieved memory loses for having been shown and not used before (any
     query; scaled like the boost by ``boost_relevance_gate``)."""
+    adapter_min_questions: int = Field(default=20, ge=1)
+    """Distinct questions of an owner with a used memory before its query adapter is fitted
+    and used (with fewer, an adapter cost new questions recall in ``bench learn``)."""
+    adapter_retrain_every: int = Field(default=10, ge=1)
+    """Feedback events with a used memory after which an owner's adapter is fitted again
+    (in the background; the new one replaces the old at once)."""
+    adapter_penalty: float = Field(default=0.3, ge=0.0)
+    """Weight of ``||W - I||^2`` when fitting a query adapter (higher: closer to plain search)."""
+    adapter_temperature: float = Field(default=0.1, gt=0.0)
+    """Softmax temperature over cosines when fitting a query adapter."""
+    adapter_steps: int = Field(default=150, ge=1)
+    """Full-batch Adam steps per adapter fit."""
+    adapter_learning_rate: float = Field(default=0.01, gt=0.0)
+    """Adam step size of an adapter fit."""
+    adapter_negatives: int = Field(default=64, ge=0)
+    """Random memories of the store per training pair, besides the hits shown and skipped."""
     anchor_min_uses: int = Field(default=2, ge=1)
     """Successful uses of a memory for a query before that query becomes its anchor."""
     anchor_weight: float = Field(default=0.6, ge=0.0, le=1.0)

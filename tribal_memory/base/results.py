@@ -11,7 +11,7 @@ from typing import Literal
 
 from tribal_memory.base.models import Memory
 
-LEARNED_PARTS: tuple[str, ...] = ("cache", "expansion", "feedback", "anchors")
+LEARNED_PARTS: tuple[str, ...] = ("cache", "expansion", "feedback", "anchors", "adapter")
 """The switchable parts of the learned layer (DESIGN §4)."""
 
 
@@ -116,11 +116,13 @@ class LearnedParts:
     expansion: bool = True
     feedback: bool = True
     anchors: bool = True
+    adapter: bool = True
+    """The owner's query adapter maps the query vector (once it has one)."""
 
     @classmethod
     def none(cls) -> LearnedParts:
         """Every part off (the ``baseline`` variant)."""
-        return cls(cache=False, expansion=False, feedback=False, anchors=False)
+        return cls(cache=False, expansion=False, feedback=False, anchors=False, adapter=False)
 
     @classmethod
     def only(cls, *names: str) -> LearnedParts:

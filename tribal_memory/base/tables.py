@@ -144,6 +144,26 @@ class QueryExpansionRow(Base):
     weight: Mapped[float] = mapped_column(Float, default=0.0)
 
 
+class QueryAdapterRow(Base):
+    """An owner's fitted query adapter (:mod:`tribal_memory.learned.adapter`).
+
+    ``weights``: the ``dim x dim`` map as little-endian float32, row-major.
+    ``questions``: distinct questions with a used memory it was fitted on;
+    ``events``: feedback events with a used memory it saw (the next fit is due
+    ``adapter_retrain_every`` events later). Every change bumps the counter
+    ``query_adapter:<owner>``, so each process re-reads it once.
+    """
+
+    __tablename__ = "query_adapters"
+
+    owner: Mapped[str] = mapped_column(String(128), primary_key=True)
+    dim: Mapped[int] = mapped_column(Integer)
+    weights: Mapped[bytes] = mapped_column(LargeBinary)
+    questions: Mapped[int] = mapped_column(Integer)
+    events: Mapped[int] = mapped_column(Integer)
+    trained_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
 class LearnedGenerationRow(Base):
     """A change counter of learned data, kept by database triggers (never written by code).
 

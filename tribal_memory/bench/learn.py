@@ -64,11 +64,13 @@ VARIANTS: dict[str, tuple[SearchMode, LearnedParts]] = {
     "+expansion": ("hybrid", LearnedParts.only("expansion")),
     "+feedback": ("hybrid", LearnedParts.only("feedback")),
     "+anchors": ("hybrid", LearnedParts.only("anchors")),
+    "+adapter": ("hybrid", LearnedParts.only("adapter")),
     "learned": ("hybrid", LearnedParts()),
     "-cache": ("hybrid", LearnedParts(cache=False)),
     "-expansion": ("hybrid", LearnedParts(expansion=False)),
     "-feedback": ("hybrid", LearnedParts(feedback=False)),
     "-anchors": ("hybrid", LearnedParts(anchors=False)),
+    "-adapter": ("hybrid", LearnedParts(adapter=False)),
 }
 Log = Callable[[str], None]
 
@@ -344,6 +346,10 @@ def run_learn_bench(
                     memories = [replace(m, owner=SHARED_OWNER) for m in memories]
                 load(service, memories)
                 used, fed, total = _replay(service, store, rounds, feedback_k, session, agent=first)
+                # The adapter a deployment fits in the background after the replay's
+                # last feedback, fitted here before measuring so every run sees it.
+                service.learner.adapters.wait()
+                service.learner.adapters.train(first or store.owner)
                 gold_fed += fed
                 gold_total += total
                 _measure(service, store, used, rows, variants, agent=first)

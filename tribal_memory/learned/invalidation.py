@@ -9,6 +9,7 @@ from sqlalchemy import String, cast, delete, or_, select
 from tribal_memory.base.db import Database
 from tribal_memory.base.tables import (
     FactAnchorRow,
+    QueryAdapterRow,
     QueryCacheRow,
     QueryExpansionRow,
     QueryFactWeightRow,
@@ -72,13 +73,13 @@ def forget_owner(db: Database, owner: str) -> int:
     """Delete everything the learned layer keeps for ``owner``: what its questions taught.
 
     Its retrieval events (the questions it asked and what they returned),
-    query-cache entries, feedback weights, learned expansions and the
+    query-cache entries, feedback weights, learned expansions, query adapter and the
     anchors its searches use, including those on memories of other owners
     (``shared`` ones). What the memories themselves carry goes with them
     (:func:`forget_learned`).
 
     Returns:
-        Rows deleted across the five tables (0 for an owner with none).
+        Rows deleted across the six tables (0 for an owner with none).
     """
     removed = 0
     with db.session() as session:
@@ -88,6 +89,7 @@ def forget_owner(db: Database, owner: str) -> int:
             QueryFactWeightRow,
             FactAnchorRow,
             QueryExpansionRow,
+            QueryAdapterRow,
         ):
             result = session.execute(delete(table).where(table.owner == owner))
             removed += int(result.rowcount or 0)  # type: ignore[attr-defined]

@@ -24,6 +24,9 @@ from tribal_memory.base.results import FeedbackResult, Hit
 from tribal_memory.base.sql import read_generations
 from tribal_memory.base.tables import utcnow
 from tribal_memory.embeddings.base import Embedder
+from tribal_memory.learned.adapter import AdapterFit
+from tribal_memory.learned.adapters import QueryAdapters
+from tribal_memory.learned.adapters import generation_name as adapter_generation
 from tribal_memory.learned.anchors import ALL_OWNERS, TEAM, AnchorIndex
 from tribal_memory.learned.anchors import GENERATION as ANCHORS_GENERATION
 from tribal_memory.learned.expander import (
@@ -51,10 +54,18 @@ class Learner:
         db: The SQL database (learned tables).
         store: The memory store.
         embedder: The embedding model (a fed-back query is embedded with ``query=True``).
+        background: Fit query adapters on a background thread after feedback
+            (False: only when :meth:`QueryAdapters.train` is called).
     """
 
     def __init__(
-        self, settings: Settings, db: Database, store: MemoryStore, embedder: Embedder
+        self,
+        settings: Settings,
+        db: Database,
+        store: MemoryStore,
+        embedder: Embedder,
+        *,
+        background: bool = True,
     ) -> None:
         self.settings = settings
         self._db = db
@@ -85,9 +96,24 @@ class Learner:
         )
         self.counters: Counter[str] = Counter()
         self._counter_lock = threading.Lock()
+        self.adapters = QueryAdapters(
+            db,
+            store,
+            embedder,
+            fit=AdapterFit(
+                temperature=settings.adapter_temperature,
+                penalty=settings.adapter_penalty,
+                steps=settings.adapter_steps,
+                learning_rate=settings.adapter_learning_rate,
+                negatives=settings.adapter_negatives,
+            ),
+            min_questions=settings.adapter_min_questions,
+            retrain_every=settings.adapter_retrain_every,
+            background=background,
+        )
 
-    def generations(self, scope: str) -> tuple[int, int, int]:
-        """Change counters of ``scope``'s cache entries, the anchors and the team's entries.
+    def generations(self, scope: str) -> tuple[int, int, int, int]:
+        """Change counters: ``scope``'s cache entries, anchors, the team's entries, the adapter.
 
         One SQL statement; the in-memory learned indexes are rebuilt only
         when their counter moved.
@@ -96,13 +122,15 @@ class Learner:
             self.cache.generation_name(scope),
             ANCHORS_GENERATION,
             self.cache.generation_name(TEAM),
+            adapter_generation(scope),
         ]
         with self._db.reading() as connection:
             found = read_generations(connection, names)
-        return found[names[0]], found[names[1]], found[names[2]]
+        return found[names[0]], found[names[1]], found[names[2]], found[names[3]]
 
     def close(self) -> None:
-        """Close the LLM client, if any."""
+        """Let a running adapter fit end; close the LLM client, if any."""
+        self.adapters.close()
         if self.llm is not None:
             self.llm.close()
 
@@ -186,6 +214,7 @@ class Learner:
         created = sum(
             self.anchors.reinforce(m.memory_id, event.query, event.owner) for m, _ in used_memories
         )
+        self.adapters.note_feedback(event.owner)
         return replace(outcome, anchors_created=created)
 
     def keyword_variants(

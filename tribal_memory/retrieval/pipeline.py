@@ -87,9 +87,12 @@ class _Search:
     cache_generation: int | None = None
     anchors_generation: int | None = None
     team_generation: int | None = None
+    adapter_generation: int = 0
     # 3. start
     anchored: list[AnchorMatch] = field(default_factory=list)
     vector: Vector | None = None
+    search_vector: Vector | None = None
+    """What the vector index is searched with: ``vector``, or its adapted map."""
     passing: int | None = None
     fallback: Literal["vector"] | None = None
     text_search: Future[list[ScoredMemory]] | None = None
@@ -253,7 +256,12 @@ class Retriever:
         if not q.parts.any:
             return
         generations = self._learner.generations(q.scope)
-        q.cache_generation, q.anchors_generation, q.team_generation = generations
+        (
+            q.cache_generation,
+            q.anchors_generation,
+            q.team_generation,
+            q.adapter_generation,
+        ) = generations
         q.past = self._learner.cache.past_queries(q.scope, generation=q.cache_generation)
         if self._pools_team(q) and q.parts.feedback:
             q.team_past = self._learner.cache.past_queries(TEAM, generation=q.team_generation)
@@ -314,8 +322,12 @@ class Retriever:
         their evidence.
         """
         if q.mode != "text" and q.vector is not None:
+            q.search_vector = q.vector
+            if q.parts.adapter:
+                adapters = self._learner.adapters
+                q.search_vector = adapters.apply(q.scope, q.adapter_generation, q.vector)
             q.vector_search = self._store.start_vector_search(
-                q.vector, q.filters, q.pool, passing=q.passing
+                q.search_vector, q.filters, q.pool, passing=q.passing
             )
         if q.parts.expansion and q.has_past and q.mode != "vector":
             variants = self._learner.keyword_variants(
@@ -397,7 +409,7 @@ class Retriever:
 
     def _rank(self, q: _Search, candidates: list[Candidate], signals: sig.SignalMap) -> list[Hit]:
         """Stage 8: gains added, memories from outside the pool scored, the top ``k``."""
-        vector = q.vector
+        vector = q.search_vector
         score_ids = (
             (lambda ids: self._store.score_ids(vector, ids, q.filters))
             if vector is not None

@@ -245,6 +245,15 @@ class MemoryStore(Protocol):
             passes that group's ``filters``.
         """
 
+    def vectors(self, memory_ids: Sequence[str]) -> dict[str, Vector]:
+        """The stored vectors of these memories, each ``(dim,)`` float32 as written.
+
+        Ids not stored are absent (a miss is not an error); {} for no ids.
+
+        Raises:
+            StoreUnavailable: the read failed.
+        """
+
     def score_ids(
         self, vector: Vector, memory_ids: Sequence[str], filters: SearchFilters
     ) -> list[ScoredMemory]:

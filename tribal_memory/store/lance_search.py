@@ -139,6 +139,20 @@ class LanceSearch:
             answers.append(found)
         return answers
 
+    def vectors(self, memory_ids: Sequence[str]) -> dict[str, Vector]:
+        """The stored vectors of the listed memories (absent: not stored); {} for no ids.
+
+        Raises:
+            StoreUnavailable: the query failed.
+        """
+        if not memory_ids:
+            return {}
+        where = f"memory_id IN ({in_list(memory_ids)})"
+        query = self._table.query().where(where).select(["memory_id", "vector"])
+        table = self._loop.run("read", query.to_arrow())
+        ids = table.column("memory_id").to_pylist()
+        return dict(zip(ids, vectors_of(table), strict=True))
+
     def score_ids(
         self, vector: Vector, memory_ids: Sequence[str], filters: SearchFilters
     ) -> list[ScoredMemory]:

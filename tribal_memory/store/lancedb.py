@@ -370,6 +370,10 @@ class LanceMemoryStore(MemoryStore):
         """See :meth:`MemoryStore.nearest`; the groups run at once (:meth:`LanceSearch.nearest`)."""
         return self._search.nearest(groups)
 
+    def vectors(self, memory_ids: Sequence[str]) -> dict[str, Vector]:
+        """See :meth:`MemoryStore.vectors`: read by id (the ``memory_id`` index)."""
+        return self._search.vectors(memory_ids)
+
     def score_ids(
         self, vector: Vector, memory_ids: Sequence[str], filters: SearchFilters
     ) -> list[ScoredMemory]:

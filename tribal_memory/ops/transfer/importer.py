@@ -51,6 +51,7 @@ Progress = Callable[[int, int], None]
 OnConflict = Literal["keep", "replace"]
 """Which wins when the file and this instance hold the same memory with other fields."""
 MAX_CONFLICTS_LISTED = 100
+ADAPTERS_TABLE = "query_adapters"
 
 
 @dataclass(frozen=True, slots=True)
@@ -315,6 +316,14 @@ class _Writer:
         refs = table_refs(table)
         key = key_columns(table)
         counts = self.tables.get(table.name, TransferCounts())
+        if self.reembed and table.name == ADAPTERS_TABLE:
+            # A query adapter maps one model's vectors; the owner's next feedback
+            # fits a new one for this instance's model.
+            self.tables[table.name] = TransferCounts(
+                counts.created, counts.skipped + len(batch), counts.orphaned
+            )
+            self._advance(len(batch))
+            return
         referenced = set().union(*(refs.memory_ids(row) for row in batch))
         present = self._exists(referenced)
         wanted = [row for row in batch if refs.memory_ids(row) <= present]
