@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import statistics
 from pathlib import Path
+from typing import Any
 
 from tribal_memory.base.models import MemoryInput
 from tribal_memory.bench.learn import SETS, run_learn_bench
@@ -107,3 +109,79 @@ def test_session_feedback_reports_what_a_second_search_found(embedder: Embedder)
         coverage[session] = report["feedback_coverage"]
         assert report["feedback"] == ("agent + session" if session else "agent")
     assert (coverage[False], coverage[True]) == (0.0, 1.0)
+
+
+def _store(fed: list[BenchQuestion]) -> BenchStore:
+    return BenchStore(
+        "t", _tiny_memories(), fed=fed, new=[BenchQuestion("Which host runs staging?", ("f4",))]
+    )
+
+
+FED = [
+    BenchQuestion("What is Priya allergic to?", ("f1",)),
+    BenchQuestion("When does Project Atlas ship?", ("f2",)),
+]
+
+
+def test_fed_limit_replays_only_the_first_questions(embedder: Embedder) -> None:
+    report = run_learn_bench(
+        [_store(FED)],
+        dataset="tiny",
+        protocol="feedback-half",
+        seed=0,
+        rounds=1,
+        fed_limit=1,
+        variants=("plain",),
+        embedder=embedder,
+    )
+    assert report["fed_limit"] == 1
+    assert report["variants"]["plain"]["repeat"]["n"] == 1
+
+
+def test_noisy_feedback_misses_gold_and_reports_other_hits(embedder: Embedder) -> None:
+    questions = [BenchQuestion(f"{q.text} ({n})", q.gold) for n in range(20) for q in FED]
+    coverage = {}
+    for noisy in (False, True):
+        report = run_learn_bench(
+            [_store(questions)],
+            dataset="tiny",
+            protocol="feedback-half",
+            seed=0,
+            rounds=1,
+            noisy=noisy,
+            variants=("plain",),
+            embedder=embedder,
+        )
+        coverage[noisy] = report["feedback_coverage"]
+        assert report["feedback"] == ("agent + noisy" if noisy else "agent")
+    # A fifth of 40 reported golds missed, give or take what 40 draws give.
+    assert coverage[False] == 1.0 and 0.6 < coverage[True] < 0.95
+
+
+def test_seeds_are_combined_as_means_spreads_and_lifts() -> None:
+    from tribal_memory.bench.learn_seeds import combine
+
+    def report(seed: int, plain: float, learned: float) -> dict[str, Any]:
+        def sets(value: float) -> dict[str, Any]:
+            metrics = {"n": 10, "recall@10": value, "hit@5": value, "mrr": value, "p50_ms": 5.0}
+            metrics.update(used_in_top10=1.0, false_hit_rate=0.0)
+            return {s: dict(metrics) for s in SETS}
+
+        return {
+            "seed": seed,
+            "protocol": "feedback-half",
+            "feedback": "agent",
+            "feedback_coverage": 0.5,
+            "after_feedback": {"search_p50_ms": 5.0, "learned_p50_ms": None},
+            "variants": {"plain": sets(plain), "learned": sets(learned)},
+        }
+
+    combined = combine([report(0, 0.70, 0.74), report(1, 0.72, 0.73)])
+    assert combined["seeds"] == [0, 1]
+    new = combined["variants"]["learned"]["new"]
+    assert new["recall@10"] == 0.735 and new["n"] == 20
+    assert new["recall@10_sd"] == round(statistics.stdev([0.74, 0.73]), 4)
+    lifts = [s["recall@10_lift"]["learned"]["new"] for s in combined["per_seed"]]
+    assert lifts == [0.04, 0.01]
+    assert combined["after_feedback"] == {"search_p50_ms": 5.0, "learned_p50_ms": None}
+    assert {t["name"] for t in combined["targets"]} >= {"new: learned recall@10 >= plain + 0.03"}

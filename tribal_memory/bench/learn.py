@@ -36,6 +36,7 @@ phrasings of the other facts, ``repeat``/``reword`` the fed phrasing.
 
 from __future__ import annotations
 
+import random
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -86,6 +87,8 @@ def _keys(result: SearchResult) -> list[str]:
     return [str(h.memory.metadata.get("key")) for h in result.hits]
 
 
+NOISE = 0.2
+"""``--feedback noisy``: the chance of missing a used gold, and of reporting a non-gold."""
 AGENT_FEEDBACK_K = 10
 """The most hits an agent is shown (DESIGN §6: its top k, 6-10); more is an oracle."""
 
@@ -111,6 +114,22 @@ def _filters(store: BenchStore, agent: str | None) -> SearchFilters:
     return SearchFilters(owner=agent, include_shared=True)
 
 
+def _noisy(
+    found: dict[str, str], result: SearchResult, question: BenchQuestion, rng: random.Random
+) -> dict[str, str]:
+    """What a careless agent reports (``--feedback noisy``).
+
+    Each used gold is missed with probability :data:`NOISE`, and one shown
+    memory that is not gold is reported with probability :data:`NOISE`.
+    """
+    kept = {i: key for i, key in found.items() if rng.random() >= NOISE}
+    others = [h.memory for h in result.hits if h.memory.metadata.get("key") not in question.gold]
+    if others and rng.random() < NOISE:
+        wrong = rng.choice(others)
+        kept[wrong.memory_id] = str(wrong.metadata.get("key"))
+    return kept
+
+
 def _replay(
     service: MemoryService,
     store: BenchStore,
@@ -118,6 +137,7 @@ def _replay(
     feedback_k: int,
     session: bool = False,
     agent: str | None = None,
+    noise: random.Random | None = None,
 ) -> tuple[dict[str, set[str]], int, int]:
     """Feed back the first half; returns (keys used per question, gold fed, gold total).
 
@@ -129,6 +149,7 @@ def _replay(
     its answer text; the gold that search shows is reported used for the first
     retrieval too (and for its own). ``agent``: the owner who asks (None: the
     store's owner; else the memories are shared and ``agent`` sees them).
+    ``noise``: report as :func:`_noisy` does, drawing from this generator.
     """
     filters = _filters(store, agent)
     used: dict[str, set[str]] = {}
@@ -144,6 +165,8 @@ def _replay(
                 session_id=session_id,
             )
             found = _gold_hits(result, question)
+            if noise is not None:
+                found = _noisy(found, result, question, noise)
             if session and set(found.values()) < set(question.gold) and question.answer:
                 again = service.recall_with_feedback(
                     f"{question.text} {question.answer}",
@@ -159,7 +182,7 @@ def _replay(
             keys = set(found.values())
             if round_index == rounds - 1:
                 used[question.text] = keys
-                gold_fed += len(keys)
+                gold_fed += len(keys & set(question.gold))
                 gold_total += len(set(question.gold))
     return used, gold_fed, gold_total
 
@@ -291,6 +314,8 @@ def run_learn_bench(
     session: bool = False,
     variants: Sequence[str] = tuple(VARIANTS),
     agents: int = 1,
+    fed_limit: int | None = None,
+    noisy: bool = False,
     embedder: Embedder | None = None,
     settings_overrides: dict[str, Any] | None = None,
     log: Log | None = None,
@@ -314,6 +339,10 @@ def run_learn_bench(
             measured as with 1, then agent B (``agent-b``), who gave no
             feedback, asks the new questions: ``other_agent`` in each variant
             holds B's ``new``, ``new_fed`` and ``new_unfed`` (team learning).
+        fed_limit: Replay only the first this many fed questions of each store
+            (the learning curve); the new questions stay the same. None: all.
+        noisy: The replaying agent misses each used gold with probability 0.2
+            and reports one shown non-gold memory with probability 0.2.
         embedder: A loaded embedder to reuse.
         settings_overrides: Settings fields to override for every store.
         log: Progress lines (one per store).
@@ -338,6 +367,9 @@ def run_learn_bench(
     gold_fed = gold_total = 0
     started = time.perf_counter()
     for number, store in enumerate(stores, start=1):
+        if fed_limit is not None:
+            store = replace(store, fed=store.fed[:fed_limit])
+        noise = random.Random(f"{seed}:{store.owner}:noise") if noisy else None
         with tempfile.TemporaryDirectory(prefix="tribal-learn-") as tmp:
             settings = Settings(data_dir=Path(tmp), **overrides)
             with MemoryService(settings, embedder=model) as service:
@@ -345,7 +377,9 @@ def run_learn_bench(
                 if agents == 2:
                     memories = [replace(m, owner=SHARED_OWNER) for m in memories]
                 load(service, memories)
-                used, fed, total = _replay(service, store, rounds, feedback_k, session, agent=first)
+                used, fed, total = _replay(
+                    service, store, rounds, feedback_k, session, agent=first, noise=noise
+                )
                 # The adapter a deployment fits in the background after the replay's
                 # last feedback, fitted here before measuring so every run sees it.
                 service.learner.adapters.wait()
@@ -370,7 +404,10 @@ def run_learn_bench(
         "seed": seed,
         "rounds": rounds,
         "feedback_k": feedback_k,
-        "feedback": feedback_label(feedback_k) + (" + session" if session else ""),
+        "feedback": feedback_label(feedback_k)
+        + (" + session" if session else "")
+        + (" + noisy" if noisy else ""),
+        "fed_limit": fed_limit,
         "feedback_coverage": round(gold_fed / gold_total, 4) if gold_total else 0.0,
         "agents": agents,
         "variants": {name: {s: _summary(rows.rows[name][s]) for s in SETS} for name in variants},

@@ -1,4 +1,4 @@
-"""Issue 15's targets for the learning benchmark, checked against a report."""
+"""The learning benchmark's targets (issue 27's; issue 15's for session feedback), checked."""
 
 from __future__ import annotations
 
@@ -28,14 +28,9 @@ _SESSION_FIRST: tuple[_Target, ...] = (
 )
 """Protocol ``feedback-half`` with session feedback: the first checks."""
 _PER_QUERY_FIRST: tuple[_Target, ...] = (
-    _Target("new: learned recall@10 >= plain + 0.02", ("new", "recall@10"), "plain+", 0.02),
-    _Target("new_fed: learned recall@10 >= plain + 0.10", ("new_fed", "recall@10"), "plain+", 0.10),
-    _Target(
-        "new_unfed: learned recall@10 >= plain - 0.005",
-        ("new_unfed", "recall@10"),
-        "plain+",
-        -0.005,
-    ),
+    _Target("new: learned recall@10 >= plain + 0.03", ("new", "recall@10"), "plain+", 0.03),
+    _Target("new_fed: learned recall@10 >= plain + 0.08", ("new_fed", "recall@10"), "plain+", 0.08),
+    _Target("new_unfed: learned recall@10 >= plain", ("new_unfed", "recall@10"), "plain+", 0.0),
     _Target(
         "repeat: used memories in the top 10 >= 0.99", ("repeat", "used_in_top10"), "fixed", 0.99
     ),
@@ -44,6 +39,16 @@ _PER_QUERY_FIRST: tuple[_Target, ...] = (
     ),
 )
 """Protocol ``feedback-half`` with per-query feedback: the first checks."""
+_NOISY_FIRST: tuple[_Target, ...] = (
+    _Target("new: learned recall@10 >= plain + 0.015", ("new", "recall@10"), "plain+", 0.015),
+    _Target(
+        "new_unfed: learned recall@10 >= plain - 0.005",
+        ("new_unfed", "recall@10"),
+        "plain+",
+        -0.005,
+    ),
+)
+"""Protocol ``feedback-half`` with noisy feedback: the first checks."""
 _FEEDBACK_HALF_LAST: tuple[_Target, ...] = (
     _Target("new: false cache hits <= 1%", ("new", "false_hit_rate"), "fixed", 0.01, False),
     _Target(
@@ -53,12 +58,12 @@ _FEEDBACK_HALF_LAST: tuple[_Target, ...] = (
         0.10,
         optional=True,
     ),
-    _Target("new: learned p50 <= 1.5 x plain p50", ("new", "p50_ms"), "plain*", 1.5, False),
+    _Target("new: learned p50 <= 1.3 x plain p50", ("new", "p50_ms"), "plain*", 1.3, False),
 )
 """Protocol ``feedback-half``, either feedback: the checks after the first."""
 _HELD_OUT: tuple[_Target, ...] = (
     _Target(
-        "unseen phrasings: learned hit@5 >= plain + 0.10", ("new_fed", "hit@5"), "plain+", 0.10
+        "unseen phrasings: learned hit@5 >= plain + 0.06", ("new_fed", "hit@5"), "plain+", 0.06
     ),
     _Target(
         "other facts: learned hit@5 >= plain - 0.005", ("new_unfed", "hit@5"), "plain+", -0.005
@@ -75,7 +80,7 @@ def _at(variant: dict[str, Any], metric: tuple[str, ...]) -> Any:
 
 
 def targets(report: dict[str, Any]) -> list[dict[str, Any]]:
-    """Issue 15's targets checked against a report: ``[{name, value, target, met}]``.
+    """The targets checked against a report: ``[{name, value, target, met}]``.
 
     Empty when the report lacks the ``plain`` or ``learned`` variant.
     """
@@ -87,6 +92,8 @@ def targets(report: dict[str, Any]) -> list[dict[str, Any]]:
         checks = _HELD_OUT
     elif "session" in report["feedback"]:
         checks = _SESSION_FIRST + _FEEDBACK_HALF_LAST
+    elif "noisy" in report["feedback"]:
+        checks = _NOISY_FIRST + _FEEDBACK_HALF_LAST
     else:
         checks = _PER_QUERY_FIRST + _FEEDBACK_HALF_LAST
     rows: list[dict[str, Any]] = []

@@ -82,6 +82,13 @@ def bench_learn(
     ] = None,
     out: OutOption = None,
     seed: Annotated[int, typer.Option(help="Seed of the question split.")] = 0,
+    seeds: Annotated[
+        str | None,
+        typer.Option(
+            help="Several split seeds, comma-separated (e.g. 0,1,2,3,4): one run each, "
+            "reported as means with standard deviations and each seed's lift."
+        ),
+    ] = None,
     rounds: Annotated[int, typer.Option(min=1, help="Times each fed question is replayed.")] = 3,
     feedback_k: Annotated[
         int,
@@ -96,9 +103,21 @@ def bench_learn(
         typer.Option(
             "--feedback",
             help="shown: report the gold among the hits shown; session: also search "
-            "again (question + answer) in the same session and report what that found.",
+            "again (question + answer) in the same session and report what that found; "
+            "noisy: as shown, but each used gold is missed with probability 0.2 and one "
+            "shown non-gold hit is reported with probability 0.2.",
         ),
     ] = "shown",
+    fed_limit: Annotated[
+        int | None,
+        typer.Option(
+            min=1, help="Replay only this many fed questions per store (the learning curve)."
+        ),
+    ] = None,
+    variants: Annotated[
+        str | None,
+        typer.Option(help="Variants to measure, comma-separated (default: all of them)."),
+    ] = None,
     limit_samples: LimitSamplesOption = None,
     agents: Annotated[
         int,
@@ -111,29 +130,68 @@ def bench_learn(
     ] = 1,
 ) -> Output:
     """Learning benchmark: feed back half the questions, measure new, repeated, reworded."""
-    from tribal_memory.bench.learn import run_learn_bench
+    from tribal_memory.bench.learn import VARIANTS, run_learn_bench
     from tribal_memory.bench.learn_data import learn_stores
+    from tribal_memory.bench.learn_seeds import combine
+    from tribal_memory.bench.report import write_report
 
     if (path is None) == (suite is None):
         raise InvalidInput("give either a LoCoMo-format PATH or --suite NAME")
-    if feedback not in ("shown", "session"):
-        raise InvalidInput(f"--feedback must be shown or session, not {feedback!r}")
-    stores, dataset, protocol = learn_stores(path, suite, seed, limit_samples)
-    report = run_learn_bench(
-        stores,
-        dataset=dataset,
-        protocol=protocol,
-        seed=seed,
-        out=out,
-        rounds=rounds,
-        feedback_k=feedback_k,
-        session=feedback == "session",
-        agents=agents,
-        log=None if run.json else run.out.print,
-    )
+    if feedback not in ("shown", "session", "noisy"):
+        raise InvalidInput(f"--feedback must be shown, session or noisy, not {feedback!r}")
+    chosen = _names(variants, tuple(VARIANTS), "variant") if variants else tuple(VARIANTS)
+    reports = []
+    for split in _seeds(seeds) if seeds else (seed,):
+        stores, dataset, protocol = learn_stores(path, suite, split, limit_samples)
+        reports.append(
+            run_learn_bench(
+                stores,
+                dataset=dataset,
+                protocol=protocol,
+                seed=split,
+                rounds=rounds,
+                feedback_k=feedback_k,
+                session=feedback == "session",
+                noisy=feedback == "noisy",
+                fed_limit=fed_limit,
+                variants=chosen,
+                agents=agents,
+                log=None if run.json else run.out.print,
+            )
+        )
+    report = combine(reports) if seeds else reports[0]
+    write_report(report, out)
     if run.json:  # the tables read fields the report may lack: built for a terminal only
         return Output([report])
     return Output([report], [*_learn_tables(report, agents), *_learn_lines(report), *_written(out)])
+
+
+def _seeds(text: str) -> list[int]:
+    """``--seeds``: comma-separated integers.
+
+    Raises:
+        InvalidInput: a value that is not an integer, or none at all.
+    """
+    try:
+        found = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError as exc:
+        raise InvalidInput(f"--seeds takes comma-separated integers, not {text!r}") from exc
+    if not found:
+        raise InvalidInput("--seeds needs at least one seed")
+    return found
+
+
+def _names(text: str, known: tuple[str, ...], what: str) -> tuple[str, ...]:
+    """Comma-separated names, each one of ``known``.
+
+    Raises:
+        InvalidInput: an unknown name (the known ones are listed).
+    """
+    names = tuple(part.strip() for part in text.split(",") if part.strip())
+    unknown = [name for name in names if name not in known]
+    if unknown or not names:
+        raise InvalidInput(f"unknown {what} {unknown or text!r}; known: {', '.join(known)}")
+    return names
 
 
 def _learn_row(metrics: dict[str, Any]) -> list[str]:
