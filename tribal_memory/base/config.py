@@ -205,6 +205,8 @@ class Settings(BaseSettings):
     """Boost memories used for similar past queries, penalise ones retrieved but unused."""
     learned_anchors: bool = True
     """Match queries against the anchors (past questions) of memories."""
+    learned_adapter: bool = True
+    """Search with the owner's query adapter (a map of the query vector fitted from feedback)."""
     cache_min_successes: int = Field(default=3, ge=1)
     """Successful feedbacks a query needs before the cache answers it."""
     cache_min_success_rate: float = Field(default=0.8, ge=0.0, le=1.0)
@@ -325,6 +327,7 @@ class Settings(BaseSettings):
             expansion=self.learned_expansion,
             feedback=self.learned_feedback,
             anchors=self.learned_anchors,
+            adapter=self.learned_adapter,
         )
 
     @property

@@ -237,7 +237,7 @@ class RecallRequest(SearchScope):
 
     ``feedback``: log the retrieval so usage feedback can name it (the
     response carries its ``retrieval_id``). ``learned``: the learned parts to
-    use, from ``cache``, ``expansion``, ``feedback``, ``anchors`` (``[]``: plain
+    use, from ``cache``, ``expansion``, ``feedback``, ``anchors``, ``adapter`` (``[]``: plain
     search, the baseline); null uses the owner's A/B variant. ``session_id``
     (with ``feedback``): the agent task this retrieval belongs to; feedback on
     any retrieval of the session may name memories another of them returned.
