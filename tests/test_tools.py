@@ -502,3 +502,46 @@ def test_openclaw_manifest_declares_a_memory_plugin() -> None:
     source = (root / "index.js").read_text(encoding="utf-8")
     registered = set(re.findall(r'^\s+name: "(memory_[a-z]+)",$', source, re.M))
     assert registered == set(manifest["contracts"]["tools"]) == set(TOOL_NAMES)
+
+
+def test_feedback_credits_the_sections_this_retrieval_showed(client: TestClient[Litestar]) -> None:
+    """A path credits this retrieval's chunks of it, a citation only the chunk it names."""
+    service = _service(client)
+    service.ingest_document(
+        "runbooks/ops.md",
+        "# Ops\n\n## Rollback\n\nTo roll back, run ./rewind.sh on the deploy host.\n\n"
+        "## Incident 42\n\nThe pager woke everyone because the disk on db-2 filled up.\n",
+        owner=AGENT,
+    )
+    first = _call(
+        client,
+        "memory_search",
+        {
+            "query": "run rewind.sh on the deploy host to roll back",
+            "maxResults": 1,
+            "sessionId": "s1",
+        },
+    )
+    (shown,) = first["results"]
+    assert shown["path"] == "runbooks/ops.md" and "rewind" in shown["snippet"]
+    second = _call(
+        client, "memory_search", {"query": "the db-2 disk filled up and paged", "sessionId": "s1"}
+    )
+    assert any("db-2" in r["snippet"] for r in second["results"])
+    fed = _call(
+        client,
+        "memory_feedback",
+        {"retrievalId": first["retrievalId"], "usedPaths": ["runbooks/ops.md"]},
+    )
+    used = service.get_many(fed["usedIds"])
+    assert len(used) == 1 and "rewind" in next(iter(used.values())).content
+    # A citation whose lines name no shown chunk credits nothing and is listed as ignored.
+    third = _call(client, "memory_search", {"query": "the db-2 disk filled up and paged"})
+    cited = next(r["citation"] for r in third["results"] if "db-2" in r["snippet"])
+    miss = _call(
+        client,
+        "memory_feedback",
+        {"retrievalId": third["retrievalId"], "usedPaths": [cited, "runbooks/ops.md#L900"]},
+    )
+    assert miss["ignoredPaths"] == ["runbooks/ops.md"]
+    assert all("db-2" in m.content for m in service.get_many(miss["usedIds"]).values())

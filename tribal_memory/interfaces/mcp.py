@@ -97,8 +97,10 @@ TOOLS: tuple[types.Tool, ...] = (
     types.Tool(
         name="memory_feedback",
         description=(
-            "After answering, report which memory_search results you actually used (their "
-            "paths; [] if none helped). Memory learns from this and answers better next time."
+            "After answering, report which memory_search results you actually used: their "
+            "citations (path#La-Lb, as in their Source: lines), so only the sections you used "
+            "are credited; [] if none helped. Memory learns from this and answers better next "
+            "time."
         ),
         input_schema=input_schema(MemoryFeedbackIn),
     ),

@@ -134,7 +134,10 @@ class MemoryFeedbackIn(ToolArgs):
     retrievalId: Annotated[str, _text("From memory_search.")]
     usedPaths: Annotated[
         list[Text],
-        _list(MAX_IDS, "Paths (or citations) of the results you used; [] when none helped."),
+        _list(
+            MAX_IDS,
+            "Citations (path#La-Lb) of the results you used, or their paths; [] when none helped.",
+        ),
     ]
 
 

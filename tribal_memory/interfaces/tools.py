@@ -265,15 +265,17 @@ def memory_feedback(
 ) -> dict[str, Any]:
     """Report which results of a ``memory_search`` the agent used, by path.
 
-    Every result of the retrieval whose path is in ``usedPaths`` counts as
-    used (a document path covers all its chunks among the results); the other
-    results count as retrieved but unused. Paths that name no result of the
-    retrieval are ignored and listed in ``ignoredPaths``, unless none of the
-    given paths matches: then nothing is recorded and the call is an error,
-    so that a wrong path is not taken for "nothing was useful". ``usedPaths:
-    []`` records that nothing was useful. Citations (``Source: p#L1-L2``) are
-    accepted as paths; for a document path cited with lines, only the results
-    whose lines overlap them count (all results of the path when none does).
+    A path counts for the results of this retrieval that came from it (a
+    document path covers its chunks this retrieval showed); only when it
+    showed none, for those of the other retrievals of its session. A
+    citation (``p#L1-L2``, as ``Source:`` lines print them) counts for the
+    results of ``p`` whose lines overlap it, and for none when none does, so
+    an agent that cites the section it used credits that section alone. The
+    other results count as retrieved but unused. Paths that name no result
+    are ignored and listed in ``ignoredPaths``, unless none of the given
+    paths matches: then nothing is recorded and the call is an error, so
+    that a wrong path is not taken for "nothing was useful". ``usedPaths:
+    []`` records that nothing was useful.
 
     Args:
         service: The memory service the retrieval was logged in.
@@ -301,14 +303,18 @@ def memory_feedback(
     used_paths: list[str] = []
     ignored: list[str] = []
     used_ids: list[str] = []
+    shown = set(event.result_ids)
     for raw in given:
         path, span = split_citation(raw)
         path = normalize_path(path) or path
-        if path not in by_path:
+        found = by_path.get(path, [])
+        own = [m for m in found if m.memory_id in shown]
+        cited = _cited(own or found, span)
+        if not cited:
             ignored.append(path)
             continue
         used_paths.append(path)
-        used_ids += [m.memory_id for m in _cited(by_path[path], span)]
+        used_ids += [m.memory_id for m in cited]
     if given and not used_paths:
         raise InvalidInput(
             f"none of the paths {given} is among the results of retrieval {retrieval_id}"
@@ -326,14 +332,10 @@ def memory_feedback(
 
 
 def _cited(hits: Sequence[Memory], span: tuple[int, int] | None) -> list[Memory]:
-    """The hits a citation names.
-
-    Those whose lines overlap ``span`` (all without one, or when none overlaps).
-    """
+    """The hits a citation names: those whose lines overlap ``span`` (all without one)."""
     if span is None:
         return list(hits)
-    overlapping = [m for m in hits if line_span(m)[0] <= span[1] and span[0] <= line_span(m)[1]]
-    return overlapping or list(hits)
+    return [m for m in hits if line_span(m)[0] <= span[1] and span[0] <= line_span(m)[1]]
 
 
 def capture_answer(memory_id: str, status: str, near_duplicate_of: str | None) -> dict[str, Any]:
