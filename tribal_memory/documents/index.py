@@ -48,6 +48,7 @@ from tribal_memory.base.models import (
     SearchFilters,
     memory_id_for,
 )
+from tribal_memory.base.paths import workspace_path
 from tribal_memory.base.tables import DocumentRow
 from tribal_memory.base.validation import check_owner
 from tribal_memory.documents.parsing import (
@@ -125,12 +126,30 @@ class DocumentIndex:
 
     @staticmethod
     def _check_path(path: str) -> str:
+        r"""``path`` in the workspace form ``memory_get`` reads documents back by.
+
+        Normalised by :func:`~tribal_memory.base.paths.workspace_path`
+        (``/abs/okapi.md`` -> ``abs/okapi.md``, ``C:\x\y.md`` -> ``x/y.md``),
+        so that the path an agent is shown in results reads the document back.
+
+        Raises:
+            InvalidInput: empty, over ``MAX_PATH_CHARS`` characters, with a NUL,
+                or climbing out of the workspace with ``..`` (``../up/zebra.md``).
+        """
         path = path.strip()
         if not path:
             raise InvalidInput("path must not be empty")
         if len(path) > MAX_PATH_CHARS or "\x00" in path:
             raise InvalidInput(f"path must be at most {MAX_PATH_CHARS} characters, without NUL")
-        return path
+        normalised = workspace_path(path)
+        if normalised is None:
+            raise InvalidInput(
+                f"path {path!r} climbs out of the document workspace with '..'; "
+                "give a path relative to it, e.g. 'docs/notes.md'"
+            )
+        if not normalised:
+            raise InvalidInput(f"path {path!r} names no file")
+        return normalised
 
     # -- ingest -----------------------------------------------------------------
 
@@ -138,8 +157,9 @@ class DocumentIndex:
         """Create, update or skip the document ``path`` of ``owner`` (see the module docstring).
 
         Args:
-            path: The document's path, recorded as its chunks' ``source``; its
-                extension picks the format (``.md``, ``.markdown``, ``.txt``, ``.pdf``).
+            path: The document's path, normalised (see :meth:`_check_path`) and
+                recorded as its chunks' ``source``; its extension picks the
+                format (``.md``, ``.markdown``, ``.txt``, ``.pdf``).
             data: The document's bytes (Markdown and text in UTF-8).
             owner: Owner of the document and its chunks.
 
@@ -148,7 +168,8 @@ class DocumentIndex:
             chunk counts.
 
         Raises:
-            InvalidInput: empty or over-long path or owner, unsupported
+            InvalidInput: empty, over-long or escaping (``..``) path, empty or
+                over-long owner, unsupported
                 extension, text that is not UTF-8, a PDF that is corrupt,
                 encrypted with a password or without text.
             TooLarge: more than ``max_document_bytes`` bytes,
@@ -401,7 +422,8 @@ class DocumentIndex:
         """Delete a document and the chunks no other document of its owner holds.
 
         Args:
-            path: The document's path as ingested.
+            path: The document's path as ingested (normalised as on ingest;
+                a path stored before ingest normalised paths also matches as given).
             owner: Only this owner's or a shared document (this owner's
                 first); None: the one document with that path, of any owner.
 
@@ -410,12 +432,17 @@ class DocumentIndex:
 
         Raises:
             NotFound: no such document visible to ``owner``.
-            InvalidInput: ``owner`` is None and several owners have a
-                document at ``path``.
+            InvalidInput: an empty or over-long path, or ``owner`` is None and
+                several owners have a document at ``path``.
         """
-        path = self._check_path(path)
+        given = path.strip()
+        if not given or len(given) > MAX_PATH_CHARS:
+            raise InvalidInput(f"path must be 1 to {MAX_PATH_CHARS} characters")
+        # The normalised path first, then the path as given: a document ingested
+        # before paths were normalised (``/abs/okapi.md``) can still be deleted.
+        candidates = dict.fromkeys([workspace_path(given) or given, given])
         with self._lock:
-            row = self._find(path, owner)
+            row = self._first_found(list(candidates), owner)
             ids = [p.memory_id for p in _placements(row)]
             removed = self._drop(row.owner, row.path, row.doc_id, ids, set())
             self.core.delete_many([r.memory_id for r in summary_records(row.summaries)])
@@ -432,6 +459,15 @@ class DocumentIndex:
             for row in rows:
                 session.delete(row)
             return len(rows)
+
+    def _first_found(self, paths: Sequence[str], owner: str | None) -> DocumentRow:
+        """The document of the first of ``paths`` that names one (see :meth:`_find`)."""
+        for path in paths[:-1]:
+            try:
+                return self._find(path, owner)
+            except NotFound:
+                continue
+        return self._find(paths[-1], owner)
 
     def _find(self, path: str, owner: str | None) -> DocumentRow:
         with self._db.session() as session:
