@@ -8,8 +8,11 @@ Items 11 (document paths), 14 (LLM summaries outside the document lock),
 from __future__ import annotations
 
 import base64
+import json
+import threading
 import zlib
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -147,3 +150,93 @@ def test_a_pdf_whose_streams_expand_too_far_is_413_before_extraction(
     # The worker is free: an ordinary PDF goes in at once.
     ordinary = client.post("/v1/documents", json=_pdf_body(_pdf(TEXT * 20)))
     assert ordinary.status_code == 201, ordinary.text
+
+
+# -- 14. LLM summaries outside the document lock ----------------------------------------
+
+SLOW = "SLOW-OKAPI"
+"""A section holding this word gets no answer from :class:`_Llm` until it is released."""
+WAIT_S = 90.0
+"""Generous bound on any wait below (model load and a loaded machine included)."""
+
+
+class _Llm:
+    """A chat-completions endpoint on 127.0.0.1: silent on ``SLOW`` sections, else quick."""
+
+    def __init__(self) -> None:
+        self.asked_slow = threading.Event()
+        self.release = threading.Event()
+        llm = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+                body = self.rfile.read(int(self.headers["content-length"]))
+                if SLOW.encode() in body:
+                    llm.asked_slow.set()
+                    llm.release.wait(WAIT_S)  # no answer until released
+                answer = {"choices": [{"message": {"content": "Okapis are shy forest giraffids."}}]}
+                data = json.dumps(answer).encode()
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                """Quiet."""
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self) -> _Llm:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_an_llm_summary_that_waits_does_not_block_another_owners_ingest(
+    tmp_path: Path, embedder: FastEmbedEmbedder
+) -> None:
+    with _Llm() as llm:
+        settings = Settings(
+            data_dir=tmp_path / "data",
+            summaries="llm",
+            llm_url=llm.url,
+            summary_llm_timeout_s=WAIT_S,
+        )
+        app = create_app(settings, embedder=embedder)
+        with TestClient(base_url=LOCAL_URL, app=app) as client:
+            slow_doc = f"# Okapi\n\nThe okapi ({SLOW}) lives in the Ituri rainforest of Congo.\n"
+            fast_doc = "# Zebra\n\nThe zebra lives on the open savanna of East Africa.\n"
+            answers: dict[str, httpx.Response] = {}
+
+            def ingest(owner: str, path: str, text: str) -> None:
+                body = {**_document(path, text), "owner": owner}
+                answers[owner] = client.post("/v1/documents", json=body)
+
+            alice = threading.Thread(target=ingest, args=("alice", "okapi.md", slow_doc))
+            alice.start()
+            assert llm.asked_slow.wait(WAIT_S), "alice's summary never reached the LLM"
+            bob = threading.Thread(target=ingest, args=("bob", "zebra.md", fast_doc))
+            bob.start()
+            bob.join(WAIT_S)  # today: bob waits for the document lock alice holds
+            try:
+                assert not bob.is_alive(), "bob's ingest waited for alice's LLM summary"
+                assert alice.is_alive()  # alice's summary is still unanswered
+                assert answers["bob"].status_code == 201, answers["bob"].text
+            finally:
+                llm.release.set()
+                alice.join(WAIT_S)
+                bob.join(WAIT_S)
+            assert answers["alice"].status_code == 201, answers["alice"].text
+            summaries = client.post(
+                "/v1/search",
+                json={"query": "okapi", "mode": "summary"},
+                headers={"x-agent-id": "alice"},
+            ).json()["hits"]
+            assert any(hit["metadata"].get("method") == "llm" for hit in summaries)

@@ -16,7 +16,9 @@ ingested and the document's chunks in order. Ingesting a document again:
 With ``summaries`` on, each section with chunks and the document get a
 summary memory, kept in step by :class:`~.summary_sync.SummarySync` (an
 unchanged section keeps its summary) and recorded in the row's ``summaries``;
-deleting the document deletes them.
+deleting the document deletes them. Parsing and the summaries' texts (LLM
+calls included) are made before the index's lock is taken, so a slow PDF or
+LLM holds up no other document.
 
 A chunk whose text also occurs in another document of the same owner is one
 memory. It stays while any document holds it; its fields describe the
@@ -211,6 +213,16 @@ class DocumentIndex:
         )
         items = parsed.chunks
         self._check_sizes(path, items)
+        prepared = None
+        if settings.summaries != "off":
+            # Summary texts too (an LLM may take its timeout per call): under the lock
+            # they would hold up every other owner's ingest.
+            prepared = self._summaries.prepare(
+                path=path,
+                parsed=parsed,
+                chunk_ids=[self._expected_id(item) for item in items],
+                old=summary_records(old.summaries) if old is not None else [],
+            )
         with self._lock:
             old = self._row(owner, path)  # read again: another ingest may have run meanwhile
             if self._same(old, content_hash, chunking):
@@ -236,6 +248,7 @@ class DocumentIndex:
                     parsed=parsed,
                     chunk_ids=[p.memory_id for p in placements],
                     old=old_summaries,
+                    prepared=prepared,
                 ).records
             self._save(
                 owner,
