@@ -240,3 +240,62 @@ def test_an_llm_summary_that_waits_does_not_block_another_owners_ingest(
                 headers={"x-agent-id": "alice"},
             ).json()["hits"]
             assert any(hit["metadata"].get("method") == "llm" for hit in summaries)
+
+
+# -- 17. query-cache entries of filtered searches -----------------------------------------
+
+OWNER = "agent-a"
+QUESTION = "when can I ship to prod?"
+MOBILE = "Mobile release trains ship to the app stores every second Wednesday"
+FACTS = (
+    "Deploys to production happen on Tuesdays and Thursdays after 10am",
+    "The staging database runs PostgreSQL 15 on host db-stage-2",
+    "The on-call rotation changes every Monday at 9am",
+)
+
+
+def _ask(client: TestClient[Litestar], **fields: Any) -> dict[str, Any]:
+    body = {"query": QUESTION, "owner": OWNER, "k": 3, **fields}
+    response = client.post("/v1/search", json=body)
+    assert response.status_code == 200, response.text
+    answer: dict[str, Any] = response.json()
+    return answer
+
+
+@pytest.mark.parametrize("field", ["tags", "kinds", "sources", "near"])
+def test_a_filtered_searchs_cache_entry_never_answers_the_unfiltered_search(
+    client: TestClient[Litestar], field: str
+) -> None:
+    memories = [{"content": text, "owner": OWNER} for text in FACTS]
+    memories.append(
+        {
+            "content": MOBILE,
+            "owner": OWNER,
+            "tags": ["mobile"],
+            "kind": "document",
+            "source": "mobile-handbook",
+        }
+    )
+    response = client.post("/v1/memories/batch", json={"memories": memories})
+    assert response.status_code == 200, response.text
+    mobile = response.json()["results"][-1]["memory"]["memory_id"]
+    narrowing: dict[str, Any] = {
+        "tags": {"tags": ["mobile"]},
+        "kinds": {"kinds": ["document"]},
+        "sources": {"sources": ["mobile-handbook"]},
+        "near": {"near": mobile},  # the memory's neighbourhood: itself (no relations)
+    }[field]
+    for _ in range(3):  # cache_min_successes: the entry answers from now on
+        answer = _ask(client, feedback=True, **narrowing)
+        assert [hit["memory_id"] for hit in answer["hits"]] == [mobile]
+        sent = {"retrieval_id": answer["retrieval_id"], "used_ids": [mobile]}
+        assert client.post("/v1/feedback", json=sent).status_code == 200
+
+    unfiltered = _ask(client)
+    assert unfiltered["cached"] is False
+    assert not any(hit["cached"] for hit in unfiltered["hits"])
+    assert len(unfiltered["hits"]) == 3  # a real search, not the one cached memory
+
+    again = _ask(client, **narrowing)  # the same filters may still be answered from the cache
+    assert again["cached"] is True
+    assert [hit["memory_id"] for hit in again["hits"]] == [mobile]
