@@ -75,6 +75,9 @@ class SearchResult:
     for (``None`` unless feedback was asked for). ``context``: the heading and
     neighbouring chunks of the document chunks among the hits, when asked for
     (see :class:`ChunkContext`); it never changes the hits or their order.
+    ``filter_key``: fingerprint of the filters the search ran under beyond
+    owner and shared (``""``: none); feedback on it teaches the query cache
+    for those filters only.
     """
 
     hits: tuple[Hit, ...]
@@ -86,6 +89,7 @@ class SearchResult:
     retrieval_id: str | None = None
     context: tuple[ChunkContext, ...] = ()
     mode_reason: str | None = None
+    filter_key: str = ""
 
 
 @dataclass(frozen=True, slots=True)

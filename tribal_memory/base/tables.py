@@ -95,6 +95,8 @@ class RetrievalEventRow(Base):
     cache_hit: Mapped[bool] = mapped_column(Boolean, default=False)
     parts: Mapped[list[str]] = mapped_column(JSON, default=list)
     session_id: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    filter_key: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    """Fingerprint of the search's filters beyond owner and shared (null or empty: none)."""
 
     __table_args__ = (Index("ix_retrieval_events_session", "owner", "session_id"),)
 

@@ -16,7 +16,9 @@ ingested and the document's chunks in order. Ingesting a document again:
 With ``summaries`` on, each section with chunks and the document get a
 summary memory, kept in step by :class:`~.summary_sync.SummarySync` (an
 unchanged section keeps its summary) and recorded in the row's ``summaries``;
-deleting the document deletes them.
+deleting the document deletes them. Parsing and the summaries' texts (LLM
+calls included) are made before the index's lock is taken, so a slow PDF or
+LLM holds up no other document.
 
 A chunk whose text also occurs in another document of the same owner is one
 memory. It stays while any document holds it; its fields describe the
@@ -49,6 +51,7 @@ from tribal_memory.base.models import (
     SearchFilters,
     memory_id_for,
 )
+from tribal_memory.base.paths import workspace_path
 from tribal_memory.base.tables import DocumentRow
 from tribal_memory.base.validation import check_owner
 from tribal_memory.documents.parsing import (
@@ -131,12 +134,30 @@ class DocumentIndex:
 
     @staticmethod
     def _check_path(path: str) -> str:
+        r"""``path`` in the workspace form ``memory_get`` reads documents back by.
+
+        Normalised by :func:`~tribal_memory.base.paths.workspace_path`
+        (``/abs/okapi.md`` -> ``abs/okapi.md``, ``C:\x\y.md`` -> ``x/y.md``),
+        so that the path an agent is shown in results reads the document back.
+
+        Raises:
+            InvalidInput: empty, over ``MAX_PATH_CHARS`` characters, with a NUL,
+                or climbing out of the workspace with ``..`` (``../up/zebra.md``).
+        """
         path = path.strip()
         if not path:
             raise InvalidInput("path must not be empty")
         if len(path) > MAX_PATH_CHARS or "\x00" in path:
             raise InvalidInput(f"path must be at most {MAX_PATH_CHARS} characters, without NUL")
-        return path
+        normalised = workspace_path(path)
+        if normalised is None:
+            raise InvalidInput(
+                f"path {path!r} climbs out of the document workspace with '..'; "
+                "give a path relative to it, e.g. 'docs/notes.md'"
+            )
+        if not normalised:
+            raise InvalidInput(f"path {path!r} names no file")
+        return normalised
 
     # -- ingest -----------------------------------------------------------------
 
@@ -144,8 +165,9 @@ class DocumentIndex:
         """Create, update or skip the document ``path`` of ``owner`` (see the module docstring).
 
         Args:
-            path: The document's path, recorded as its chunks' ``source``; its
-                extension picks the format (``.md``, ``.markdown``, ``.txt``, ``.pdf``).
+            path: The document's path, normalised (see :meth:`_check_path`) and
+                recorded as its chunks' ``source``; its extension picks the
+                format (``.md``, ``.markdown``, ``.txt``, ``.pdf``).
             data: The document's bytes (Markdown and text in UTF-8).
             owner: Owner of the document and its chunks.
 
@@ -154,7 +176,8 @@ class DocumentIndex:
             chunk counts.
 
         Raises:
-            InvalidInput: empty or over-long path or owner, unsupported
+            InvalidInput: empty, over-long or escaping (``..``) path, empty or
+                over-long owner, unsupported
                 extension, text that is not UTF-8, a PDF that is corrupt,
                 encrypted with a password or without text.
             TooLarge: more than ``max_document_bytes`` bytes,
@@ -196,6 +219,16 @@ class DocumentIndex:
         )
         items = parsed.chunks
         self._check_sizes(path, items)
+        prepared = None
+        if settings.summaries != "off":
+            # Summary texts too (an LLM may take its timeout per call): under the lock
+            # they would hold up every other owner's ingest.
+            prepared = self._summaries.prepare(
+                path=path,
+                parsed=parsed,
+                chunk_ids=[self._expected_id(item) for item in items],
+                old=summary_records(old.summaries) if old is not None else [],
+            )
         with self._lock:
             old = self._row(owner, path)  # read again: another ingest may have run meanwhile
             if self._same(old, content_hash, chunking):
@@ -221,6 +254,7 @@ class DocumentIndex:
                     parsed=parsed,
                     chunk_ids=[p.memory_id for p in placements],
                     old=old_summaries,
+                    prepared=prepared,
                 ).records
             self._save(
                 owner,
@@ -409,7 +443,8 @@ class DocumentIndex:
         """Delete a document and the chunks no other document of its owner holds.
 
         Args:
-            path: The document's path as ingested.
+            path: The document's path as ingested (normalised as on ingest;
+                a path stored before ingest normalised paths also matches as given).
             owner: Only this owner's or a shared document (this owner's
                 first); None: the one document with that path, of any owner.
             shared_writable: False refuses to delete a ``shared`` document
@@ -420,13 +455,18 @@ class DocumentIndex:
 
         Raises:
             NotFound: no such document visible to ``owner``.
-            InvalidInput: ``owner`` is None and several owners have a
-                document at ``path``.
+            InvalidInput: an empty or over-long path, or ``owner`` is None and
+                several owners have a document at ``path``.
             Forbidden: a shared document and ``shared_writable`` is False.
         """
-        path = self._check_path(path)
+        given = path.strip()
+        if not given or len(given) > MAX_PATH_CHARS:
+            raise InvalidInput(f"path must be 1 to {MAX_PATH_CHARS} characters")
+        # The normalised path first, then the path as given: a document ingested
+        # before paths were normalised (``/abs/okapi.md``) can still be deleted.
+        candidates = dict.fromkeys([workspace_path(given) or given, given])
         with self._lock:
-            row = self._find(path, owner)
+            row = self._first_found(list(candidates), owner)
             if row.owner == SHARED_OWNER and not shared_writable:
                 raise Forbidden("deleting a shared document needs an admin key")
             ids = [p.memory_id for p in _placements(row)]
@@ -445,6 +485,15 @@ class DocumentIndex:
             for row in rows:
                 session.delete(row)
             return len(rows)
+
+    def _first_found(self, paths: Sequence[str], owner: str | None) -> DocumentRow:
+        """The document of the first of ``paths`` that names one (see :meth:`_find`)."""
+        for path in paths[:-1]:
+            try:
+                return self._find(path, owner)
+            except NotFound:
+                continue
+        return self._find(paths[-1], owner)
 
     def _find(self, path: str, owner: str | None) -> DocumentRow:
         with self._db.session() as session:

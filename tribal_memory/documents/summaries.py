@@ -118,6 +118,7 @@ class Summarizer:
         embedder: The model sentences are embedded with (the store's).
         chat: The LLM client (None: built from settings when ``summaries`` is
             ``llm`` and ``llm_url`` is set).
+        llm: False: never build an LLM client from settings (extractive only).
     """
 
     SECTION_PROMPT = (
@@ -130,13 +131,18 @@ class Summarizer:
     )
 
     def __init__(
-        self, settings: Settings, embedder: Embedder, chat: ChatClient | None = None
+        self,
+        settings: Settings,
+        embedder: Embedder,
+        chat: ChatClient | None = None,
+        *,
+        llm: bool = True,
     ) -> None:
         self.sentences = settings.summary_sentences
         self.max_chars = settings.summary_max_chars
         self._embedder = embedder
         self._chat = chat
-        if chat is None and settings.summaries == "llm" and settings.llm_url:
+        if chat is None and llm and settings.summaries == "llm" and settings.llm_url:
             self._chat = ChatClient(
                 settings.llm_url,
                 settings.llm_model or "default",

@@ -38,6 +38,12 @@ from tribal_memory.base.models import SUMMARY_KIND, MemoryInput, memory_id_for
 from tribal_memory.documents.chunking import Section
 from tribal_memory.documents.parsing import ParsedDocument
 from tribal_memory.documents.summaries import Summarizer, SummaryText
+from tribal_memory.documents.summary_texts import (
+    PreparedSummarizer,
+    PreparedTexts,
+    RecordingSummarizer,
+    SummaryTexts,
+)
 
 if TYPE_CHECKING:
     from tribal_memory.core import Core
@@ -134,7 +140,56 @@ class SummarySync:
 
     def __init__(self, core: Core) -> None:
         self.core = core
-        self._use_llm = True
+
+    def _method(self) -> str:
+        """How summaries are made now: ``llm`` when configured with an endpoint."""
+        settings = self.core.settings
+        return "llm" if settings.summaries == "llm" and settings.llm_url else "extractive"
+
+    def _kept(self, old: Sequence[SummaryRecord]) -> dict[tuple[bool, str], Any]:
+        """Old summaries still stored and made by the current method, by (is document, hash)."""
+        stored = self.core.store.get([r.memory_id for r in old])
+        method = self._method()
+        return {  # a summary made another way is made again (the method changed)
+            (r.section is None, r.source_hash): stored[r.memory_id]
+            for r in old
+            if r.memory_id in stored and stored[r.memory_id].metadata.get("method") == method
+        }
+
+    def prepare(
+        self,
+        *,
+        path: str,
+        parsed: ParsedDocument,
+        chunk_ids: Sequence[str],
+        old: Sequence[SummaryRecord],
+    ) -> PreparedTexts:
+        """Make the summary texts :meth:`sync` will need, before the document lock is taken.
+
+        This is where the LLM is called (up to ``summary_llm_timeout_s`` per
+        call); it reads the store but writes nothing. Arguments as for
+        :meth:`sync` (``old``: the records as read before the lock).
+
+        Raises:
+            EmbeddingError: the model failed on the sentences.
+        """
+        sections = _wanted(path, parsed, chunk_ids)
+        kept = self._kept(old)
+        recorder = RecordingSummarizer(Summarizer(self.core.settings, self.core.embedder))
+        try:
+            texts, use_llm = self._section_texts(sections, kept, recorder)
+            bodies = [
+                text.text if text is not None else _body(kept[(False, want.source_hash)].content)
+                for want, text in zip(sections, texts, strict=True)
+                if text is None or text.text
+            ]
+            doc_hash = _sha("\n".join(w.source_hash for w in sections))
+            if bodies and (True, doc_hash) not in kept:
+                title = _document_title(path, parsed.sections)
+                recorder.document_summary(title, bodies, use_llm=use_llm)
+        finally:
+            recorder.close()
+        return recorder.prepared
 
     def sync(
         self,
@@ -145,6 +200,7 @@ class SummarySync:
         parsed: ParsedDocument,
         chunk_ids: Sequence[str],
         old: Sequence[SummaryRecord],
+        prepared: PreparedTexts | None = None,
     ) -> SummarySyncResult:
         """Bring the summaries of ``owner``'s document ``path`` in step with ``parsed``.
 
@@ -155,6 +211,9 @@ class SummarySync:
             parsed: This version's sections, lines and chunks.
             chunk_ids: The ids of ``parsed.chunks``, in order.
             old: The summaries the document's row recorded (empty: none).
+            prepared: Texts from :meth:`prepare`: then no LLM is called here,
+                and a text it lacks is made extractively. None: texts are
+                made here (the LLM too, when configured).
 
         Returns:
             The records to save in the row, and the counts.
@@ -165,22 +224,20 @@ class SummarySync:
         """
         sections = _wanted(path, parsed, chunk_ids)
         doc_hash = _sha("\n".join(w.source_hash for w in sections))
-        stored = self.core.store.get([r.memory_id for r in old])
-        settings = self.core.settings
-        method = "llm" if settings.summaries == "llm" and settings.llm_url else "extractive"
-        kept = {  # a summary made another way is made again (the method changed)
-            (r.section is None, r.source_hash): stored[r.memory_id]
-            for r in old
-            if r.memory_id in stored and stored[r.memory_id].metadata.get("method") == method
-        }
-        summarizer = Summarizer(settings, self.core.embedder)  # one LLM client per document
+        kept = self._kept(old)
+        settings, embedder = self.core.settings, self.core.embedder
+        summarizer: SummaryTexts = (  # one LLM client per document
+            Summarizer(settings, embedder)
+            if prepared is None
+            else PreparedSummarizer(prepared, Summarizer(settings, embedder, llm=False))
+        )
         try:
-            texts = self._section_texts(sections, kept, summarizer)
+            texts, use_llm = self._section_texts(sections, kept, summarizer)
             ids, records, bodies, inputs = self._sections(
                 owner, path, doc_id, sections, texts, kept
             )
             document_id = self._document(
-                owner, path, doc_id, parsed, bodies, doc_hash, kept, inputs, summarizer
+                owner, path, doc_id, parsed, bodies, doc_hash, kept, inputs, (summarizer, use_llm)
             )
         finally:
             summarizer.close()
@@ -233,20 +290,22 @@ class SummarySync:
         self,
         sections: Sequence[_Wanted],
         kept: dict[tuple[bool, str], Any],
-        summarizer: Summarizer,
-    ) -> list[SummaryText | None]:
-        """New summary texts of the sections whose summary cannot be kept (None: kept)."""
+        summarizer: SummaryTexts,
+    ) -> tuple[list[SummaryText | None], bool]:
+        """New summary texts of the sections whose summary cannot be kept (None: kept).
+
+        Also whether the LLM may still be asked (False once a call failed).
+        """
         todo = [i for i, w in enumerate(sections) if (False, w.source_hash) not in kept]
         texts: list[SummaryText | None] = [None] * len(sections)
         if not todo:
-            self._use_llm = True
-            return texts
-        made, self._use_llm = summarizer.section_summaries(
+            return texts, True
+        made, use_llm = summarizer.section_summaries(
             [(sections[i].heading, sections[i].body) for i in todo]
         )
         for i, text in zip(todo, made, strict=True):
             texts[i] = text
-        return texts
+        return texts, use_llm
 
     def _keep_or_make(
         self,
@@ -294,11 +353,12 @@ class SummarySync:
         doc_hash: str,
         kept: dict[tuple[bool, str], Any],
         inputs: list[MemoryInput],
-        summarizer: Summarizer,
+        asking: tuple[SummaryTexts, bool],
     ) -> str | None:
         """The id of the document's summary (kept or new; None: no section has one).
 
-        ``texts``: the section summaries' texts, in document order.
+        ``texts``: the section summaries' texts, in document order; ``asking``:
+        the summarizer, and whether it may still ask the LLM.
         """
         if not texts:
             return None
@@ -308,7 +368,8 @@ class SummarySync:
         existing = kept.get((True, doc_hash))
         if existing is not None:
             return self._keep_or_make(owner, path, doc_id, whole, None, meta, existing, inputs)
-        text = summarizer.document_summary(title, texts, use_llm=self._use_llm)
+        summarizer, use_llm = asking
+        text = summarizer.document_summary(title, texts, use_llm=use_llm)
         if text is None:
             return None
         return self._keep_or_make(owner, path, doc_id, whole, text, meta, None, inputs)

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from tribal_memory.base.errors import InvalidInput, NotFound, TooLarge
 from tribal_memory.base.models import SHARED_OWNER, DocumentResult
+from tribal_memory.base.paths import workspace_path
 from tribal_memory.documents.parsing import DOCUMENT_SUFFIXES, iter_paths, relative_source
 
 if TYPE_CHECKING:
@@ -140,13 +141,22 @@ def sync_files(
         report(ingest_file(index, document))
 
 
-def _prefix(directory: Path, root: Path | None) -> str:
-    """The document-path prefix of files under ``directory``."""
+def _prefix(directory: Path, root: Path | None) -> tuple[str, bool]:
+    """The document-path prefix of files under ``directory``, and whether it was absolute.
+
+    Document paths are stored in workspace form
+    (:func:`~tribal_memory.base.paths.workspace_path`: a directory outside
+    ``root`` gives ``/srv/docs`` -> ``srv/docs/``).
+    """
     source = relative_source(directory, root)
-    return "" if source == "." else source.rstrip("/") + "/"
+    normalised = workspace_path(source) or ""
+    return ("" if not normalised else normalised + "/"), os.path.isabs(source)
 
 
-def _file_of(path: str, root: Path | None) -> Path:
+def _file_of(path: str, root: Path | None, absolute: bool) -> Path:
+    """The file of a stored document path (``absolute``: it was outside ``root``)."""
+    if absolute:
+        return Path("/" + path)
     return Path(path) if os.path.isabs(path) or root is None else root / path
 
 
@@ -164,11 +174,11 @@ def forget_missing(
     A document counts as one of the directory's when its path lies under the
     directory and its owner is the one the directory's folder rule gives it.
     """
-    prefix = _prefix(under or directory, root)
+    prefix, absolute = _prefix(under or directory, root)
     for info in index.documents():
-        if not info.path.startswith(prefix) or os.path.isabs(info.path) != os.path.isabs(prefix):
+        if not info.path.startswith(prefix):
             continue
-        file = _file_of(info.path, root)
+        file = _file_of(info.path, root, absolute)
         if file.exists() or owner_in(directory, file, owner) != info.owner:
             continue
         document = DocumentFile(file, info.path, info.owner)

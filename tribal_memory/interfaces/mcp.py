@@ -26,7 +26,7 @@ import functools
 import json
 import logging
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import anyio.to_thread
 import httpx
@@ -47,6 +47,7 @@ from tribal_memory.base.errors import (
 )
 from tribal_memory.interfaces import tools
 from tribal_memory.interfaces.graph_tool import memory_graph
+from tribal_memory.interfaces.mcp_stdio import stdin_lines
 from tribal_memory.interfaces.tool_args import (
     MemoryCaptureIn,
     MemoryFeedbackIn,
@@ -283,9 +284,18 @@ def build_server(backend: ToolBackend) -> Server[Any]:
 
 
 async def serve_stdio(backend: ToolBackend) -> None:
-    """Serve MCP over stdin/stdout until the client closes the stream."""
+    """Serve MCP over stdin/stdout until the client closes the stream.
+
+    Stdin is read through :class:`~tribal_memory.interfaces.mcp_stdio.GuardedLines`,
+    so a request the SDK cannot parse (nested too deeply) is answered with a
+    JSON-RPC error instead of never. (Passing stdin leaves fd 0 where it is:
+    the SDK then does not point it at the null device; nothing here reads it.)
+    """
     server = build_server(backend)
-    async with stdio_server() as (read_stream, write_stream):
+    lines = stdin_lines()
+    # The SDK types stdin as anyio's file; it only iterates over its lines.
+    async with stdio_server(stdin=cast(Any, lines)) as (read_stream, write_stream):
+        lines.attach(write_stream)
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 

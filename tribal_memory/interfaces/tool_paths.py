@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 
 from tribal_memory.base.models import Memory
+from tribal_memory.base.paths import workspace_path
 
 MEMORY_DIR = "memory/"
 """Prefix of the virtual path of a memory: ``memory/<memory_id>.md``."""
@@ -79,24 +80,15 @@ def split_citation(text: str) -> tuple[str, tuple[int, int] | None]:
 def normalize_path(path: str) -> str | None:
     """A path as an agent may write it, in the form results carry; None when it escapes.
 
-    Strips a citation (see :func:`split_citation`), turns backslashes into
-    slashes, and drops empty and ``.`` segments; ``..`` takes back the
-    segment before it. A leading ``/`` is dropped (paths are relative to the
-    workspace).
+    Strips a citation (see :func:`split_citation`), then applies the
+    workspace rule documents are stored under
+    (:func:`tribal_memory.base.paths.workspace_path`: backslashes to slashes,
+    no empty or ``.`` segments, no leading ``/`` or drive, ``..`` takes back
+    the segment before it).
 
     Returns:
         The normalised path (``""`` for an empty one), or None when ``..``
         climbs out of the workspace.
     """
     plain, _ = split_citation(path)
-    parts: list[str] = []
-    for part in plain.replace("\\", "/").split("/"):
-        if part in ("", "."):
-            continue
-        if part == "..":
-            if not parts:
-                return None
-            parts.pop()
-            continue
-        parts.append(part)
-    return "/".join(parts)
+    return workspace_path(plain)

@@ -68,6 +68,8 @@ class RetrievalEvent:
     ``anchor_match``). ``used_ids`` is None until feedback arrives.
     ``session_id``: the agent session the retrieval belongs to (None: none);
     feedback on it may name memories any retrieval of that session returned.
+    ``filter_key``: fingerprint of the search's filters beyond owner and shared
+    (:func:`~tribal_memory.learned.query_cache.filter_key`; ``""``: none).
     """
 
     retrieval_id: str
@@ -81,6 +83,7 @@ class RetrievalEvent:
     created_at: datetime
     feedback_at: datetime | None
     session_id: str | None = None
+    filter_key: str = ""
 
     @property
     def result_ids(self) -> tuple[str, ...]:
@@ -159,8 +162,12 @@ class FeedbackTracker:
         parts: Sequence[str],
         cache_hit: bool,
         session_id: str | None = None,
+        filter_key: str = "",
     ) -> str:
-        """Store a retrieval event; returns its new ``retrieval_id`` (a UUID4 string)."""
+        """Store a retrieval event; returns its new ``retrieval_id`` (a UUID4 string).
+
+        ``filter_key``: see :class:`RetrievalEvent`.
+        """
         retrieval_id = str(uuid.uuid4())
         with self._db.session() as session:
             session.add(
@@ -174,6 +181,7 @@ class FeedbackTracker:
                     cache_hit=cache_hit,
                     created_at=utcnow(),
                     session_id=session_id,
+                    filter_key=filter_key or None,
                 )
             )
         return retrieval_id
@@ -196,6 +204,7 @@ class FeedbackTracker:
                 _aware(row.created_at),
                 _aware(row.feedback_at) if row.feedback_at else None,
                 row.session_id,
+                row.filter_key or "",
             )
 
     def session_results(self, owner: str, session_id: str) -> dict[str, float]:

@@ -12,18 +12,19 @@ from __future__ import annotations
 import functools
 import threading
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
+from datetime import datetime
 from typing import Any
 
 from tribal_memory.base.config import Settings
 from tribal_memory.base.db import Database
 from tribal_memory.base.errors import Conflict, InvalidInput, NotFound
-from tribal_memory.base.models import SHARED_OWNER, SearchFilters
+from tribal_memory.base.models import SHARED_OWNER, Memory, SearchFilters
 from tribal_memory.base.results import FeedbackResult, Hit
 from tribal_memory.base.sql import read_generations
 from tribal_memory.base.tables import utcnow
-from tribal_memory.embeddings.base import Embedder
+from tribal_memory.embeddings.base import Embedder, Vector
 from tribal_memory.learned.adapter import AdapterFit
 from tribal_memory.learned.adapters import QueryAdapters
 from tribal_memory.learned.adapters import generation_name as adapter_generation
@@ -35,8 +36,8 @@ from tribal_memory.learned.expander import (
     LlmVariants,
     rule_variants,
 )
-from tribal_memory.learned.feedback import FeedbackTracker
-from tribal_memory.learned.query_cache import PastQuery, QueryCache
+from tribal_memory.learned.feedback import FeedbackTracker, RetrievalEvent
+from tribal_memory.learned.query_cache import PastQuery, QueryCache, cache_key
 from tribal_memory.learned.text import content_terms, query_key, stem
 from tribal_memory.store.base import MemoryStore
 
@@ -141,6 +142,29 @@ class Learner:
 
     # -- feedback ---------------------------------------------------------------------
 
+    def _record_cached(
+        self,
+        owner: str,
+        event: RetrievalEvent,
+        embed: Callable[[], Vector],
+        used: Sequence[tuple[Memory, float]],
+        now: datetime,
+    ) -> None:
+        """Count the feedback in ``owner``'s cache entry for the event's query and filters.
+
+        A filtered search's feedback goes to the entry of its filters
+        (:func:`~tribal_memory.learned.query_cache.cache_key`), which keeps no
+        embedding; the plain entry only gains the query's embedding, so the
+        query stays a past query for boosts and expansions.
+        """
+        key = query_key(event.query)
+        entry = cache_key(key, event.filter_key)
+        if entry == key:
+            self.cache.record(owner, key, event.query, embed, used, now=now)
+            return
+        self.cache.record(owner, entry, event.query, None, used, now=now)
+        self.cache.remember(owner, key, event.query, embed)
+
     def record_usage(
         self, retrieval_id: str, used_ids: Sequence[str], *, owner: str | None = None
     ) -> FeedbackResult:
@@ -191,7 +215,7 @@ class Learner:
         memories = self._store.get([*used, *penalised])
         used_memories = [(memories[i], scores[i]) for i in used if i in memories]
         embed = functools.cache(lambda: self._embedder.embed(event.query, query=True))
-        self.cache.record(event.owner, key, event.query, embed, used_memories, now=now)
+        self._record_cached(event.owner, event, embed, used_memories, now)
         self.feedback.reinforce(
             event.owner,
             key,
@@ -206,7 +230,7 @@ class Learner:
                 i for i in penalised if i in memories and memories[i].owner == SHARED_OWNER
             ]
             if team_used or team_penalised:
-                self.cache.record(TEAM, key, event.query, embed, team_used, now=now)
+                self._record_cached(TEAM, event, embed, team_used, now)
                 self.feedback.reinforce(
                     TEAM, key, [m.memory_id for m, _ in team_used], team_penalised, now
                 )

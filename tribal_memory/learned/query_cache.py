@@ -11,11 +11,22 @@ away are dropped by :func:`tribal_memory.learned.invalidation.forget_learned`.
 
 The same entries, eligible or not, are the *past queries* that feedback boosts
 and learned expansions look up by similarity (:meth:`QueryCache.similar`).
+
+A search filtered beyond owner and shared (tags, kinds, sources, times, a
+``near`` neighbourhood...) chooses among fewer memories, so what was used
+under a filter is no answer to the same query unfiltered. Feedback on a
+filtered search is counted and snapshotted under :func:`cache_key` (the
+query key plus :func:`filter_key`, the filters' fingerprint), which only a
+search with the same filters looks up; that entry keeps no embedding (it is
+no past query), and the plain entry only gains the query's embedding (so
+the query still counts as a past query for boosts and expansions).
 """
 
 from __future__ import annotations
 
 import bisect
+import dataclasses
+import hashlib
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -26,13 +37,37 @@ import numpy as np
 from sqlalchemy import bindparam, select
 
 from tribal_memory.base.db import Database
-from tribal_memory.base.models import Memory, memory_from_json, memory_to_json
+from tribal_memory.base.models import (
+    Memory,
+    SearchFilters,
+    memory_from_json,
+    memory_to_json,
+)
 from tribal_memory.base.sql import read_generation
 from tribal_memory.base.tables import QueryCacheRow, utcnow
 from tribal_memory.embeddings.base import Vector
 
 MAX_PATCHED = 500
 """Most changed entries :meth:`QueryCache.past_queries` patches in; past that it reads all."""
+
+
+def filter_key(filters: SearchFilters, mode: str = "") -> str:
+    """Fingerprint of what a search's ``filters`` select beyond owner and shared.
+
+    ``""`` when they select by owner and shared only (``exclude_kinds`` aside:
+    a cached answer drops excluded kinds itself), else 16 hex digits of the
+    SHA-256 of the rest (and of ``mode``, when given: a mode that is itself a
+    selection, such as ``title``).
+    """
+    rest = dataclasses.replace(filters, owner=None, include_shared=True, exclude_kinds=())
+    if rest == SearchFilters() and not mode:
+        return ""
+    return hashlib.sha256(f"{rest!r}|{mode}".encode()).hexdigest()[:16]
+
+
+def cache_key(query_key: str, filters_key: str) -> str:
+    """The cache entry of a query under a filter: ``query_key`` itself when unfiltered."""
+    return f"{query_key} |{filters_key}" if query_key and filters_key else query_key
 
 
 def eligible(success: int, failure: int, min_successes: int, min_success_rate: float) -> bool:
@@ -244,6 +279,26 @@ class QueryCache:
             row = session.get(QueryCacheRow, (owner, key))
             return _entry(row) if row is not None else None
 
+    def remember(self, owner: str, key: str, text: str, embed: Callable[[], Vector]) -> None:
+        """Keep ``owner``'s query as a past query (its entry, with an embedding); counts nothing.
+
+        Args:
+            owner: Whose query.
+            key: The query key; an empty key records nothing.
+            text: The query as asked.
+            embed: Gives the query's embedding, called only when the entry has none.
+        """
+        if not key:
+            return
+        with self._db.session() as session:
+            row = session.get(QueryCacheRow, (owner, key))
+            if row is None:
+                row = _new_row(owner, key, text)
+                session.add(row)
+            if row.query_vector is None:
+                row.query_vector = np.asarray(embed(), dtype=np.float32).tobytes()
+                row.updated_at = utcnow()
+
     def record(
         self,
         owner: str,
@@ -271,15 +326,7 @@ class QueryCache:
         with self._db.session() as session:
             row = session.get(QueryCacheRow, (owner, key))
             if row is None:
-                row = QueryCacheRow(
-                    owner=owner,
-                    query_key=key,
-                    query_text=text,
-                    memory_ids=[],
-                    hits=[],
-                    success_count=0,
-                    failure_count=0,
-                )
+                row = _new_row(owner, key, text)
                 session.add(row)
             if embed is not None and row.query_vector is None:
                 row.query_vector = np.asarray(embed(), dtype=np.float32).tobytes()
@@ -300,6 +347,18 @@ class QueryCache:
             else:
                 row.failure_count += 1
             row.updated_at = now
+
+
+def _new_row(owner: str, key: str, text: str) -> QueryCacheRow:
+    return QueryCacheRow(
+        owner=owner,
+        query_key=key,
+        query_text=text,
+        memory_ids=[],
+        hits=[],
+        success_count=0,
+        failure_count=0,
+    )
 
 
 def _entry(row: QueryCacheRow) -> CacheEntry:

@@ -50,7 +50,13 @@ from tribal_memory.embeddings.base import Embedder, Vector
 from tribal_memory.graph.relations import RelationGraph
 from tribal_memory.learned.anchors import ALL_OWNERS, TEAM, AnchorMatch, owners_for
 from tribal_memory.learned.learner import Learner, scope_of
-from tribal_memory.learned.query_cache import CacheEntry, PastQueries, PastQuery
+from tribal_memory.learned.query_cache import (
+    CacheEntry,
+    PastQueries,
+    PastQuery,
+    cache_key,
+    filter_key,
+)
 from tribal_memory.learned.text import query_key, rewording_of
 from tribal_memory.retrieval import signals as sig
 from tribal_memory.retrieval.automatic import choose_mode
@@ -80,6 +86,8 @@ class _Search:
     started: float
     expand_graph: bool = False
     key: str = ""
+    filter_key: str = ""
+    """Fingerprint of the filters beyond owner and shared (:func:`filter_key`; "": none)."""
     pool: int = 0
     # 1. state
     past: PastQueries | None = None
@@ -113,6 +121,11 @@ class _Search:
     def has_past(self) -> bool:
         """Whether the scope has past queries with feedback."""
         return self.past is not None and bool(self.past.keys)
+
+    @property
+    def cache_key(self) -> str:
+        """The cache entry that may answer this search (its query under its filters)."""
+        return cache_key(self.key, self.filter_key)
 
     @property
     def plain_filters(self) -> bool:
@@ -192,6 +205,8 @@ class Retriever:
                 search=lambda f, n: self._search(query, n, f, "hybrid", min_score, parts, learner),
                 min_score=min_score,
             )
+            # Its hits are sections: feedback on them answers title searches only.
+            result = dataclasses.replace(result, filter_key=filter_key(filters, "title"))
         else:
             result = self._search(query, k, filters, mode, min_score, parts, learner)
         took_ms = (time.perf_counter() - started) * 1000
@@ -229,6 +244,7 @@ class Retriever:
             started=time.perf_counter(),
             expand_graph=mode == "hybrid_expanded",
             key=query_key(query),
+            filter_key=filter_key(filters),
             pool=max(k, self.settings.candidate_pool),
         )
         self._read_state(q)
@@ -247,7 +263,9 @@ class Retriever:
         ran: SearchMode = "hybrid_expanded" if q.expand_graph and q.mode == "hybrid" else q.mode
         if mode == "summary":
             ran = "summary"
-        return SearchResult(tuple(hits), ran, q.fallback, took_ms, variant=_variant(q))
+        return SearchResult(
+            tuple(hits), ran, q.fallback, took_ms, variant=_variant(q), filter_key=q.filter_key
+        )
 
     # -- stages -------------------------------------------------------------------------
 
@@ -267,12 +285,16 @@ class Retriever:
             q.team_past = self._learner.cache.past_queries(TEAM, generation=q.team_generation)
 
     def _exact_cache(self, q: _Search) -> SearchResult | None:
-        """Stage 2: the cached answer of the exact query key, if eligible (no SQL on a miss)."""
-        if not (q.parts.cache and q.plain_filters and q.past is not None):
+        """Stage 2: the cached answer of the exact query key, if eligible (no SQL on a miss).
+
+        The entry of the query under the same filters (a filtered search's
+        feedback never answers another filter, or none).
+        """
+        if not (q.parts.cache and q.past is not None):
             return None
-        if q.key not in q.past.eligible_keys:
+        if q.cache_key not in q.past.eligible_keys:
             return None
-        entry = self._learner.cache.lookup(q.scope, q.key)
+        entry = self._learner.cache.lookup(q.scope, q.cache_key)
         return self._cached(q, entry) if entry is not None else None
 
     def _start(self, q: _Search) -> None:
@@ -455,7 +477,15 @@ class Retriever:
         ]
         hits = [Hit(h.memory, h.score, rank, cached=True) for rank, h in enumerate(kept[: q.k], 1)]
         took_ms = (time.perf_counter() - q.started) * 1000
-        return SearchResult(tuple(hits), q.mode, None, took_ms, variant=_variant(q), cached=True)
+        return SearchResult(
+            tuple(hits),
+            q.mode,
+            None,
+            took_ms,
+            variant=_variant(q),
+            cached=True,
+            filter_key=q.filter_key,
+        )
 
     def _normalisation(self, q: _Search) -> Normalisation:
         """How this search's fusion put each part on [0, 1]."""

@@ -279,6 +279,7 @@ class RetrievalOperations:
             parts=parts.names,
             cache_hit=result.cached,
             session_id=session_id,
+            filter_key=result.filter_key,
         )
         return dataclasses.replace(result, retrieval_id=retrieval_id)
 
