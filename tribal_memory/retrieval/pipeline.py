@@ -38,23 +38,17 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Sequence
-from concurrent.futures import Future
-from dataclasses import dataclass, field
-from typing import Literal
 
 from tribal_memory.base.config import Settings
 from tribal_memory.base.models import SHARED_OWNER, SUMMARY_KIND, SearchFilters
 from tribal_memory.base.results import Hit, LearnedParts, SearchMode, SearchResult, Variant
 from tribal_memory.base.tables import utcnow
-from tribal_memory.embeddings.base import Embedder, Vector
+from tribal_memory.embeddings.base import Embedder
 from tribal_memory.graph.relations import RelationGraph
-from tribal_memory.learned.anchors import ALL_OWNERS, TEAM, AnchorMatch, owners_for
+from tribal_memory.learned.anchors import ALL_OWNERS, TEAM, owners_for
 from tribal_memory.learned.learner import Learner, scope_of
 from tribal_memory.learned.query_cache import (
     CacheEntry,
-    PastQueries,
-    PastQuery,
-    cache_key,
     filter_key,
 )
 from tribal_memory.learned.text import query_key, rewording_of
@@ -68,70 +62,9 @@ from tribal_memory.retrieval.fusion import (
 )
 from tribal_memory.retrieval.graph_expansion import graph_expanded
 from tribal_memory.retrieval.ranking import rank
+from tribal_memory.retrieval.search_state import SearchState
 from tribal_memory.retrieval.title import TitleIndex, title_search
-from tribal_memory.store.base import MemoryStore, RowRef, ScoredMemory
-
-
-@dataclass(slots=True)
-class _Search:
-    """One search as it passes the stages: the request, then what each stage found."""
-
-    query: str
-    k: int
-    filters: SearchFilters
-    mode: SearchMode
-    min_score: float
-    parts: LearnedParts
-    scope: str
-    started: float
-    expand_graph: bool = False
-    key: str = ""
-    filter_key: str = ""
-    """Fingerprint of the filters beyond owner and shared (:func:`filter_key`; "": none)."""
-    pool: int = 0
-    # 1. state
-    past: PastQueries | None = None
-    team_past: PastQueries | None = None
-    cache_generation: int | None = None
-    anchors_generation: int | None = None
-    team_generation: int | None = None
-    adapter_generation: int = 0
-    # 3. start
-    anchored: list[AnchorMatch] = field(default_factory=list)
-    vector: Vector | None = None
-    search_vector: Vector | None = None
-    """What the vector index is searched with: ``vector``, or its adapted map."""
-    passing: int | None = None
-    fallback: Literal["vector"] | None = None
-    text_search: Future[list[ScoredMemory]] | None = None
-    # 4. semantic cache
-    similar: list[PastQuery] = field(default_factory=list)
-    team_similar: list[PastQuery] = field(default_factory=list)
-    # 5. signals
-    vector_search: Future[list[ScoredMemory]] | None = None
-    expanding: list[sig.VariantSearch] = field(default_factory=list)
-    expansion: sig.Expansion = field(default_factory=dict)
-    priors: list[tuple[str, int | None]] = field(default_factory=list)
-    """``(owner, cache generation)`` whose usage priors count (read in stage 7)."""
-    # 6. fusion
-    pool_refs: dict[RowRef, str] = field(default_factory=dict)
-    """Row reference -> memory id of the pool's memories (read when variants found any)."""
-
-    @property
-    def has_past(self) -> bool:
-        """Whether the scope has past queries with feedback."""
-        return self.past is not None and bool(self.past.keys)
-
-    @property
-    def cache_key(self) -> str:
-        """The cache entry that may answer this search (its query under its filters)."""
-        return cache_key(self.key, self.filter_key)
-
-    @property
-    def plain_filters(self) -> bool:
-        """Whether the filters are owner/shared only (a cached answer may serve them)."""
-        f = dataclasses.replace(self.filters, exclude_kinds=())
-        return f == SearchFilters(owner=f.owner, include_shared=f.include_shared)
+from tribal_memory.store.base import MemoryStore
 
 
 class Retriever:
@@ -233,7 +166,7 @@ class Retriever:
             filters = dataclasses.replace(
                 filters, exclude_kinds=(*filters.exclude_kinds, SUMMARY_KIND)
             )
-        q = _Search(
+        q = SearchState(
             query,
             k,
             filters,
@@ -269,7 +202,7 @@ class Retriever:
 
     # -- stages -------------------------------------------------------------------------
 
-    def _read_state(self, q: _Search) -> None:
+    def _read_state(self, q: SearchState) -> None:
         """Stage 1: change counters (one SQL statement) and past queries of the scope."""
         if not q.parts.any:
             return
@@ -284,7 +217,7 @@ class Retriever:
         if self._pools_team(q) and q.parts.feedback:
             q.team_past = self._learner.cache.past_queries(TEAM, generation=q.team_generation)
 
-    def _exact_cache(self, q: _Search) -> SearchResult | None:
+    def _exact_cache(self, q: SearchState) -> SearchResult | None:
         """Stage 2: the cached answer of the exact query key, if eligible (no SQL on a miss).
 
         The entry of the query under the same filters (a filtered search's
@@ -297,7 +230,7 @@ class Retriever:
         entry = self._learner.cache.lookup(q.scope, q.cache_key)
         return self._cached(q, entry) if entry is not None else None
 
-    def _start(self, q: _Search) -> None:
+    def _start(self, q: SearchState) -> None:
         """Stage 3: start the count and BM25, embed the query (BM25 alone: match anchors first)."""
         if q.mode == "text":  # whether anchored memories need the query vector to be scored
             self._match_anchors(q)
@@ -312,7 +245,7 @@ class Retriever:
         if q.mode == "hybrid" and q.passing is not None and q.passing < self.settings.fts_min_rows:
             q.mode, q.fallback, q.text_search = "vector", "vector", None
 
-    def _semantic_cache(self, q: _Search) -> SearchResult | None:
+    def _semantic_cache(self, q: SearchState) -> SearchResult | None:
         """Stage 4: find similar past queries; a cached rewording of this query answers."""
         s = self.settings
         if q.vector is None:
@@ -336,7 +269,7 @@ class Retriever:
                 return self._cached(q, entry)
         return None
 
-    def _signals(self, q: _Search) -> sig.SignalMap:
+    def _signals(self, q: SearchState) -> sig.SignalMap:
         """Stage 5: start the vector and variant searches; anchors, feedback and variants' evidence.
 
         The store's event loop runs the searches while this thread reads the
@@ -384,7 +317,7 @@ class Retriever:
         )
         return signals
 
-    def _fuse(self, q: _Search) -> list[Candidate]:
+    def _fuse(self, q: SearchState) -> list[Candidate]:
         """Stage 6: fused candidates of the started vector and BM25 searches, best first."""
         s = self.settings
         vector_part = q.vector_search.result() if q.vector_search is not None else []
@@ -413,7 +346,7 @@ class Retriever:
         return graph_expanded(candidates, edges, s.graph_expansion_weight)
 
     def _pool_signals(
-        self, q: _Search, signals: sig.SignalMap, candidates: Sequence[Candidate]
+        self, q: SearchState, signals: sig.SignalMap, candidates: Sequence[Candidate]
     ) -> None:
         """Stage 7: the variants' evidence and the usage priors of the pool's memories.
 
@@ -429,7 +362,9 @@ class Retriever:
         found = [feedback.priors(owner, now, ids, generation=g) for owner, g in q.priors]
         sig.add_priors(signals, ids, found)
 
-    def _rank(self, q: _Search, candidates: list[Candidate], signals: sig.SignalMap) -> list[Hit]:
+    def _rank(
+        self, q: SearchState, candidates: list[Candidate], signals: sig.SignalMap
+    ) -> list[Hit]:
         """Stage 8: gains added, memories from outside the pool scored, the top ``k``."""
         vector = q.search_vector
         score_ids = (
@@ -450,14 +385,14 @@ class Retriever:
 
     # -- helpers ------------------------------------------------------------------------
 
-    def _match_anchors(self, q: _Search) -> None:
+    def _match_anchors(self, q: SearchState) -> None:
         """The memories whose anchors match the query (in memory, no SQL while they hold)."""
         if q.parts.anchors:
             q.anchored = self._learner.anchors.search(
                 q.query, q.pool, owners=owners_for(q.scope), generation=q.anchors_generation
             )
 
-    def _pools_team(self, q: _Search) -> bool:
+    def _pools_team(self, q: SearchState) -> bool:
         """Whether this search reads the team's signals (on shared memories)."""
         return (
             self.settings.team_learning
@@ -465,7 +400,7 @@ class Retriever:
             and q.filters.include_shared
         )
 
-    def _cached(self, q: _Search, entry: CacheEntry) -> SearchResult:
+    def _cached(self, q: SearchState, entry: CacheEntry) -> SearchResult:
         kinds, excluded = q.filters.kinds, q.filters.exclude_kinds
         kept = [
             h
@@ -487,7 +422,7 @@ class Retriever:
             filter_key=q.filter_key,
         )
 
-    def _normalisation(self, q: _Search) -> Normalisation:
+    def _normalisation(self, q: SearchState) -> Normalisation:
         """How this search's fusion put each part on [0, 1]."""
         return self.settings.fusion_normalisation if q.mode == "hybrid" else "max"
 
@@ -505,5 +440,5 @@ def _joined(*reasons: str | None) -> str | None:
     return "; ".join(given) if given else None
 
 
-def _variant(q: _Search) -> Variant:
+def _variant(q: SearchState) -> Variant:
     return "learned" if q.parts.any else "baseline"
