@@ -80,25 +80,26 @@ def fit(examples: Examples, fit: AdapterFit = AdapterFit()) -> Matrix:
     Returns:
         ``W``, ``(d, d)`` float32.
     """
-    q = examples.queries.astype(np.float64)
-    c = examples.candidates.astype(np.float64)
+    # float32 and batched matrix products (BLAS): einsum in float64 was several times slower.
+    q = examples.queries.astype(np.float32)
+    c = examples.candidates.astype(np.float32)
     mask = examples.mask
     n, d = q.shape
-    identity = np.eye(d)
+    identity = np.eye(d, dtype=np.float32)
     w = identity.copy()
-    first = np.zeros((1, c.shape[1]))
+    first = np.zeros((1, c.shape[1]), dtype=np.float32)
     first[0, 0] = 1.0
     m1, m2 = np.zeros_like(w), np.zeros_like(w)
     beta1, beta2, eps = 0.9, 0.999, 1e-8
     for step in range(1, fit.steps + 1):
         mapped = q @ w.T  # (n, d)
-        logits = np.einsum("nkd,nd->nk", c, mapped) / fit.temperature
+        logits = np.matmul(c, mapped[:, :, None])[:, :, 0] / fit.temperature  # (n, k)
         logits = np.where(mask, logits, -np.inf)
         logits -= logits.max(axis=1, keepdims=True)
         weights = np.exp(logits)
         weights /= weights.sum(axis=1, keepdims=True)
-        error = np.where(mask, weights - first, 0.0)  # d loss / d logits
-        grad_mapped = np.einsum("nk,nkd->nd", error, c) / (fit.temperature * n)
+        error = np.where(mask, weights - first, 0.0).astype(np.float32)  # d loss / d logits
+        grad_mapped = np.matmul(error[:, None, :], c)[:, 0, :] / (fit.temperature * n)
         grad = grad_mapped.T @ q + 2.0 * fit.penalty * (w - identity)
         m1 = beta1 * m1 + (1 - beta1) * grad
         m2 = beta2 * m2 + (1 - beta2) * grad * grad
