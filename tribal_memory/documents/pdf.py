@@ -117,8 +117,8 @@ def extract_pages(data: bytes, name: str, max_chars: int) -> list[str]:
             with a password, or without any extractable text (scanned pages).
         TooLarge: the text is over ``max_chars`` characters, or the content
             streams decode to more bytes than :data:`MAX_PAGE_CONTENT_BYTES` on
-            one page or :func:`max_content_bytes` in all (checked before each
-            page is parsed).
+            one page or :func:`max_content_bytes` in all (checked for every
+            page before any is parsed).
     """
     from pypdf import PdfReader
     from pypdf.errors import DependencyError, FileNotDecryptedError
@@ -134,6 +134,8 @@ def extract_pages(data: bytes, name: str, max_chars: int) -> list[str]:
         if reader.is_encrypted and not reader.decrypt(""):
             raise InvalidInput(f"{name}: the PDF is encrypted with a password; decrypt it first")
         content, content_limit = 0, max_content_bytes(len(data))
+        # Every page is measured before any is parsed: parsing costs far more than
+        # decoding, so a document over the limit is refused without parsing a page.
         for number, page in enumerate(reader.pages, start=1):
             size = _page_content_bytes(page)
             content += size
@@ -141,6 +143,7 @@ def extract_pages(data: bytes, name: str, max_chars: int) -> list[str]:
                 raise _too_much_content(name, MAX_PAGE_CONTENT_BYTES, f"on page {number}")
             if content > content_limit:
                 raise _too_much_content(name, content_limit, f"by page {number}")
+        for number, page in enumerate(reader.pages, start=1):
             try:
                 text = _page_text(page, max_chars - total)
             except _PageTextCap:
