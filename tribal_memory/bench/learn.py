@@ -19,8 +19,10 @@ frozen, every variant answers, with ``k = 25``:
   move a trailing clause to the front, or wrap in "Do you remember ...").
 
 Variants: ``vector`` and ``plain`` (hybrid search, no learned parts), ``+cache``,
-``+expansion``, ``+feedback``, ``+anchors`` (plain plus one part),
-``learned`` (all parts) and ``-cache`` ... ``-anchors`` (all parts but one:
+``+expansion``, ``+feedback``, ``+anchors``, ``+adapter`` (plain plus one part),
+``learned`` (the parts the server's settings switch on, as served to an
+owner pinned to ``learned``; the replay runs with them too) and
+``-cache`` ... ``-adapter`` (all parts but one:
 the ablation). A *false hit* is a cache answer that contains none of
 the question's evidence; rates are over all questions of the set. For
 ``repeat`` and ``reword``, ``used_in_top10`` is the share of the memories
@@ -66,7 +68,7 @@ VARIANTS: dict[str, tuple[SearchMode, LearnedParts]] = {
     "+feedback": ("hybrid", LearnedParts.only("feedback")),
     "+anchors": ("hybrid", LearnedParts.only("anchors")),
     "+adapter": ("hybrid", LearnedParts.only("adapter")),
-    "learned": ("hybrid", LearnedParts()),
+    "learned": ("hybrid", LearnedParts()),  # replaced by the run's settings' parts
     "-cache": ("hybrid", LearnedParts(cache=False)),
     "-expansion": ("hybrid", LearnedParts(expansion=False)),
     "-feedback": ("hybrid", LearnedParts(feedback=False)),
@@ -161,7 +163,7 @@ def _replay(
                 question.text,
                 k=feedback_k,
                 filters=filters,
-                learned=LearnedParts(),
+                learned=service.settings.learned_parts,
                 session_id=session_id,
             )
             found = _gold_hits(result, question)
@@ -172,7 +174,7 @@ def _replay(
                     f"{question.text} {question.answer}",
                     k=feedback_k,
                     filters=filters,
-                    learned=LearnedParts(),
+                    learned=service.settings.learned_parts,
                     session_id=session_id,
                 )
                 more = _gold_hits(again, question)
@@ -213,6 +215,8 @@ def _measure(
         sets.update({"repeat": store.fed, "reword": rewords})
     for name in variants:
         mode, parts = VARIANTS[name]
+        if name == "learned":
+            parts = service.settings.learned_parts
         for set_name, questions in sets.items():
             for question in questions:
                 started = time.perf_counter()
@@ -412,6 +416,7 @@ def run_learn_bench(
         "agents": agents,
         "variants": {name: {s: _summary(rows.rows[name][s]) for s in SETS} for name in variants},
         "settings": {name: getattr(settings, name) for name in _REPORTED_SETTINGS},
+        "learned_parts": list(settings.learned_parts.names),
         "machine": machine_line(),
     }
     if agents == 2:
