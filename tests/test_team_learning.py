@@ -49,7 +49,9 @@ def _feedback(service: MemoryService, owner: str, query: str, used: str) -> None
 def test_one_agents_feedback_on_a_shared_memory_lifts_it_for_another(
     tmp_path: Path, embedder: FastEmbedEmbedder
 ) -> None:
-    with MemoryService(Settings(data_dir=tmp_path / "d"), embedder=embedder) as service:
+    # The team's usage prior carries it (off by default since the query adapter: on here).
+    pooled = Settings(data_dir=tmp_path / "d", usage_prior_weight=0.3)
+    with MemoryService(pooled, embedder=embedder) as service:
         shared, _ = _store(service)
         backup = shared[1]
         bob = SearchFilters(owner="bob")
@@ -59,7 +61,7 @@ def test_one_agents_feedback_on_a_shared_memory_lifts_it_for_another(
             _feedback(service, "alice", QUESTION, backup)
         after = service.search(REWORDED, k=4, filters=bob)
         plain = service.search(REWORDED, k=4, filters=bob, learned=LearnedParts.none())
-        off = Settings(data_dir=tmp_path / "d", team_learning=False)
+        off = Settings(data_dir=tmp_path / "d", team_learning=False, usage_prior_weight=0.3)
     boosted = {h.memory.memory_id: h.boost for h in after.hits}
     assert boosted[backup] > 0.0
     plain_score = {h.memory.memory_id: h.score for h in plain.hits}[backup]

@@ -235,9 +235,10 @@ class Settings(BaseSettings):
     """How far a memory's feedback boost (usage prior included) depends on its own match to
     the query: the boost is scaled by ``(1 - gate) + gate * score`` (its fused score before
     learning, in [0, 1]); 0 lets past use lift a memory whatever the new question asks."""
-    usage_prior_weight: float = Field(default=0.3, ge=0.0, le=1.0)
-    """Largest score a retrieved memory gains for having been used before (any query)."""
-    skip_prior_weight: float = Field(default=0.15, ge=0.0, le=1.0)
+    usage_prior_weight: float = Field(default=0.0, ge=0.0, le=1.0)
+    """Largest score a retrieved memory gains for having been used before (any query). Off by
+    default: with the query adapter it cost questions never fed back (``bench learn``)."""
+    skip_prior_weight: float = Field(default=0.0, ge=0.0, le=1.0)
     """Largest score a retrieved memory loses for having been shown and not used before (any
     query; scaled like the boost by ``boost_relevance_gate``)."""
     adapter_min_questions: int = Field(default=20, ge=1)

@@ -296,7 +296,8 @@ class Retriever:
         signals: sig.SignalMap = {}
         sig.add_anchors(signals, q.anchored)
         feedback = self._learner.feedback
-        prior_weight = self.settings.usage_prior_weight
+        # Priors are read when either of them counts (the skip prior alone too).
+        prior_weight = max(self.settings.usage_prior_weight, self.settings.skip_prior_weight)
         if q.parts.feedback and q.has_past:
             boosts = feedback.boosts(q.scope, q.similar, utcnow(), generation=q.cache_generation)
             sig.add_boosts(signals, boosts)
