@@ -33,6 +33,7 @@ RESULT_KEYS = {
     "path",
     "startLine",
     "endLine",
+    "provenance",
     "score",
     "vectorScore",
     "textScore",
@@ -101,8 +102,17 @@ def _resolve(value: Any, last_search: dict[str, Any] | None) -> Any:
 
 def _check_search(answer: dict[str, Any], arguments: dict[str, Any]) -> None:
     """The memory_search contract: keys, types, ranges, order, citations."""
-    assert set(answer) == {"results", "provider", "model", "mode", "citations", "retrievalId"}
+    keys = {"results", "provider", "model", "mode", "citations", "retrievalId", "debug"}
+    if arguments.get("corpus") == "all":  # memory-core lists the corpora it searched
+        assert answer.pop("corpora") == [
+            {"corpus": "memory", "outcome": "ok"},
+            {"corpus": "wiki", "outcome": "not-registered"},
+        ]
+    assert set(answer) == keys
     assert answer["provider"] == "tribal-memory"
+    debug = answer["debug"]
+    assert debug["effectiveMode"] == answer["mode"] and debug["hits"] == len(answer["results"])
+    assert isinstance(debug["searchMs"], int) and debug["searchMs"] >= 0
     assert isinstance(answer["model"], str) and answer["model"]
     assert isinstance(answer["retrievalId"], str)
     assert answer["mode"] in ("hybrid", "vector-only") and answer["citations"] == "auto"
@@ -119,6 +129,9 @@ def _check_search(answer: dict[str, Any], arguments: dict[str, Any]) -> None:
         assert isinstance(result["score"], float) and min_score <= result["score"] <= 1.0
         assert 0.0 <= result["vectorScore"] <= 1.0 and 0.0 <= result["textScore"] <= 1.0
         assert result["source"] == "memory" and result["corpus"] == "memory"
+        provenance = result["provenance"]
+        assert provenance["originClass"] == "agent" and provenance["sessionKind"] == "unknown"
+        assert isinstance(provenance["observedAt"], int) and provenance["observedAt"] > 1.7e12
         path, start, end = result["path"], result["startLine"], result["endLine"]
         assert result["citation"] == (
             f"{path}#L{start}" if start == end else f"{path}#L{start}-L{end}"
@@ -472,7 +485,8 @@ def test_search_unavailable_answers_disabled_not_an_error(tmp_path: Path) -> Non
         response = down.post("/v1/tools/memory_search", json={"query": "a fact", "maxResults": 6.0})
         assert response.status_code == 200
         answer = response.json()
-        assert answer.pop("warning") and answer.pop("action")
+        debug = answer.pop("debug")  # memory-core repeats why in debug
+        assert answer.pop("warning") == debug["warning"] and answer.pop("action") == debug["action"]
         assert answer == {
             "results": [],
             "disabled": True,
