@@ -234,6 +234,23 @@ def test_memory_get_normalises_paths_and_refuses_escapes(client: TestClient[Lite
     assert wiki == {"status": "not_found", "text": "", "path": "memory/2026-03-02.md"}
 
 
+def test_a_line_over_the_read_limit_says_how_to_read_it(client: TestClient[Litestar]) -> None:
+    long_line = " ".join(f"word{n}" for n in range(2_000))  # 16,889 characters, one line
+    document = {"path": "memory/long.md", "owner": AGENT, "text": f"# Long\n\n{long_line}\nend\n"}
+    assert client.post("/v1/documents", json=document).status_code == 201
+    read = _call(client, "memory_get", {"path": "memory/long.md", "from": 3})
+    assert read["truncated"] is True and "nextFrom" not in read
+    # memory-core's notice: the workspace file holds the whole line.
+    assert read["text"].endswith(
+        "[More content available. Requested excerpt exceeded the default maxChars budget. "
+        "If you need the full raw line, use read on the source file.]"
+    )
+    fact = client.post("/v1/memories", json={"content": long_line, "owner": AGENT}).json()
+    path = f"memory/{fact['memory']['memory_id']}.md"
+    cut = _call(client, "memory_get", {"path": path})
+    assert cut["text"].startswith(long_line[:11_000]) and "only its start is shown" in cut["text"]
+
+
 def test_memory_get_window_and_continuation(client: TestClient[Litestar]) -> None:
     lines = [f"line {n:03d} " + "x" * 120 for n in range(1, 151)]
     created = client.post("/v1/memories", json={"content": "\n".join(lines), "owner": AGENT})
@@ -513,6 +530,7 @@ def test_openclaw_manifest_declares_a_memory_plugin() -> None:
     package = json.loads((root / "package.json").read_text(encoding="utf-8"))
     assert package["type"] == "module" and package["openclaw"]["extensions"] == ["./index.js"]
     assert package["openclaw"]["compat"]["pluginApi"].startswith(">=")
-    source = (root / "index.js").read_text(encoding="utf-8")
+    modules = [root / "index.js", *sorted((root / "lib").glob("*.js"))]
+    source = "\n".join(path.read_text(encoding="utf-8") for path in modules)
     registered = set(re.findall(r'^\s+name: "(memory_[a-z]+)",$', source, re.M))
     assert registered == set(manifest["contracts"]["tools"]) == set(TOOL_NAMES)
