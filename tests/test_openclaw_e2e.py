@@ -2,19 +2,25 @@
 
 A gateway runs on loopback with its home, state and config in a temp dir, first
 with OpenClaw's own memory-core in the memory slot, then with the plugin in
-``integrations/openclaw`` installed the way the README says (``openclaw plugins
-install -l``), talking to a real ``tribal-memory serve`` on 127.0.0.1 that holds
-the same small workspace. Checked: (a) every tool through the gateway's
-``POST /tools/invoke``, its answer next to memory-core's for the same call;
-(b) a full agent turn with a scripted OpenAI-compatible model
-(:mod:`openclaw_stub`) that calls ``memory_search`` and then ``memory_feedback``
-with the path it used, recorded by the server; (c) after three such turns the
-same question is a cache hit on the server; (d) the model's request holds the
-``<knowledge-graph>`` block of the matching memory, put there by the plugin's
-start-of-turn hook. Also: the recall switched off in the plugin's config, and
-the answers when the server is down. The gateway is started three times per
-module (about 30 s each); everything started is stopped at the end of the
-module.
+``integrations/openclaw`` set up the way the README says (``tribal-memory
+openclaw setup``, after a ``--dry-run`` that must change nothing), talking to a
+real ``tribal-memory serve`` on 127.0.0.1 that requires API keys: the plugin
+holds the agent's own (non-admin) key, so ``openclaw status`` reads the
+owner-scoped stats. The workspace has an ``AGENTS.md`` that memory-core
+neither searches nor reads, and neither does the plugin. Checked: (a) every
+tool through the gateway's ``POST /tools/invoke``, its answer next to
+memory-core's for the same call; (b) full agent turns with a scripted
+OpenAI-compatible model (:mod:`openclaw_stub`) under OpenClaw's default Tool
+Search (the tools called through ``tool_call``): ``memory_search``, then
+``memory_feedback`` with the path it used, recorded by the server; (c) after
+three such turns the same question is a cache hit; (d) the model's request
+holds the ``<knowledge-graph>`` block put there by the start-of-turn hook;
+(e) a conversation captured by the ``agent_end`` hook (session id, turn order,
+no tool output) and recalled in a later session; (f) 409, 403 and 401 answers
+reaching the model with the server's message. Also: the recall switched off
+with Tool Search off (the tools offered directly), and the answers when the
+server is down. The gateway is started three times per module (about 30 s
+each); everything started is stopped at the end of the module.
 
 Node 24 and OpenClaw come from ``TRIBAL_TEST_NODE`` and ``TRIBAL_TEST_OPENCLAW``
 (``.ci/run`` sets them from ``.ci/install-openclaw``), else from that script's
@@ -228,6 +234,7 @@ class Setup:
     status: dict[str, Any]
     keys: dict[str, dict[str, Any]]
     data_dir: Path
+    setup_runs: dict[str, dict[str, Any]]
 
     @property
     def admin(self) -> dict[str, str]:
@@ -330,22 +337,12 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
     openclaw = OpenClaw(node, script, home)
     workspace = _write_workspace(root)
     data_dir = root / "tribal-data"
-    ingest = subprocess.run(
-        [sys.executable, "-m", "tribal_memory", "ingest", str(workspace), "--owner", AGENT,
-         "--data-dir", str(data_dir), "--json"],
-        capture_output=True, text=True, timeout=300, check=False, cwd=root,
-    )  # fmt: skip
-    assert ingest.returncode == 0, ingest.stderr
-    paths = {json.loads(line).get("path") for line in ingest.stdout.splitlines()}
-    assert set(WORKSPACE_FILES) <= paths, ingest.stdout  # relative to the workspace
-
-    keys = {"main": _create_key(data_dir, AGENT), "admin": _create_key(data_dir, "ops", admin=True)}
+    keys = {"admin": _create_key(data_dir, "ops", admin=True)}
     auth_on = {"TRIBAL_AUTH": "required"}
-    with (
-        StubModel() as stub,
-        tribal_server(logs / "tribal.log", data_dir=data_dir, env=auth_on) as server,
-    ):
+    port = free_port()
+    with StubModel() as stub:
         gateway = Gateway(openclaw, free_port(), logs / "gateway.log")
+        # The OpenClaw config onboarding would write, with the stub model.
         config = _base_config(workspace, gateway.port, stub, logs)
         openclaw.config_path.write_text(json.dumps(config, indent=2), encoding="utf-8")
         try:
@@ -353,26 +350,40 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
             gateway.start()
             memory_core = {json.dumps(call): gateway.invoke(*call) for call in CALLS}
             gateway.stop()
-            # The plugin as the README installs it.
-            openclaw.run(
-                "plugins", "install", "-l", str(PLUGIN_DIR), "--force", "--accept-capabilities"
-            )
-            openclaw.run(
-                "config", "set", "plugins.entries.tribal-memory.config",
-                json.dumps(_plugin_config(server, keys)), "--strict-json",
-            )  # fmt: skip
-            openclaw.run(
-                "config", "set", "plugins.entries.tribal-memory.hooks",
-                json.dumps({"allowConversationAccess": True}), "--strict-json",
-            )  # fmt: skip
-            openclaw.run("config", "validate")
-            # OpenClaw 2026.9.6 reports the memory backend only while the gateway is down
-            # ("Local plugin inspection is not collected in online status").
-            status = json.loads(openclaw.run("status", "--json", "--all", "--timeout", "2000"))
-            gateway.start()
-            yield Setup(openclaw, gateway, server, stub, memory_core, status, keys, data_dir)
+            # The plugin as the README sets it up: one command.
+            planned = _setup_command(openclaw, data_dir, port, "--dry-run")
+            assert json.loads(openclaw.config_path.read_text(encoding="utf-8")) == config
+            done = _setup_command(openclaw, data_dir, port)
+            written = json.loads(openclaw.config_path.read_text(encoding="utf-8"))
+            key = written["plugins"]["entries"]["tribal-memory"]["config"]["apiKey"]
+            keys["main"] = {"key": key, "key_id": done["key_id"]}
+            with tribal_server(
+                logs / "tribal.log", data_dir=data_dir, env=auth_on, port=port
+            ) as server:
+                # OpenClaw 2026.9.6 reports the memory backend only while the gateway is
+                # down ("Local plugin inspection is not collected in online status").
+                status = json.loads(openclaw.run("status", "--json", "--all", "--timeout", "2000"))
+                gateway.start()
+                yield Setup(
+                    openclaw, gateway, server, stub, memory_core, status, keys, data_dir,
+                    {"planned": planned, "done": done},
+                )  # fmt: skip
         finally:
             gateway.stop()
+
+
+def _setup_command(openclaw: OpenClaw, data_dir: Path, port: int, *args: str) -> dict[str, Any]:
+    """``tribal-memory openclaw setup`` for OPENCLAW's home, a server on ``port`` with keys."""
+    done = subprocess.run(
+        [sys.executable, "-m", "tribal_memory", "openclaw", "setup",
+         "--openclaw", f"{openclaw.node} {openclaw.script}", "--node", str(openclaw.node),
+         "--server-url", f"http://127.0.0.1:{port}", "--data-dir", str(data_dir), "--json", *args],
+        env={**openclaw.env(), "TRIBAL_AUTH": "required"}, cwd=openclaw.home,
+        capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    summary: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
+    return summary
 
 
 def _tribal(*args: str, data_dir: Path) -> str:
@@ -411,6 +422,26 @@ def _citation(result: dict[str, Any]) -> str:
 READ_KEYS = {"path", "startLine", "endLine", "score", "snippet", "source", "corpus", "citation"}
 
 
+MEMORY_FILES = ["MEMORY.md", "memory/2026-03-02.md", "memory/runbook.md"]
+"""The workspace files memory-core indexes (not AGENTS.md)."""
+
+
+def test_setup_command_plans_then_ingests_and_installs(setup: Setup) -> None:
+    planned, done = setup.setup_runs["planned"], setup.setup_runs["done"]
+    for summary in (planned, done):
+        assert summary["agent"] == AGENT and summary["files"] == MEMORY_FILES
+        assert summary["node"] == f"v{NODE_VERSION}" and OPENCLAW_VERSION in summary["openclaw"]
+        assert summary["key"] == "created"  # the server requires keys
+    assert planned["dry_run"] is True and "ingested" not in planned
+    assert done["plugin_dir"] == str(PLUGIN_DIR.resolve())
+    assert done["ingested"]["created"] == len(MEMORY_FILES)
+    documents = httpx.get(
+        f"{setup.server.base_url}/v1/documents", params={"owner": AGENT}, headers=setup.admin
+    ).json()
+    listed = documents["documents"] if isinstance(documents, dict) else documents
+    assert sorted(d["path"] for d in listed) == sorted(MEMORY_FILES)
+
+
 def test_installed_plugin_holds_the_memory_slot(setup: Setup) -> None:
     config = json.loads(setup.openclaw.config_path.read_text(encoding="utf-8"))
     assert config["plugins"]["slots"]["memory"] == "tribal-memory"
@@ -425,7 +456,7 @@ def test_installed_plugin_holds_the_memory_slot(setup: Setup) -> None:
     assert httpx.get(f"{setup.server.base_url}/v1/stats", headers=key).status_code == 403
     memory = setup.status["memory"]
     assert (memory["provider"], memory["agentId"]) == ("tribal-memory", AGENT)
-    assert memory["files"] == len(WORKSPACE_FILES) and memory["chunks"] >= len(WORKSPACE_FILES)
+    assert memory["files"] == len(MEMORY_FILES) and memory["chunks"] >= len(MEMORY_FILES)
     assert memory["custom"]["baseUrl"] == setup.server.base_url
 
 
