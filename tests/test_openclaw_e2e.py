@@ -449,7 +449,10 @@ def test_installed_plugin_holds_the_memory_slot(setup: Setup) -> None:
     inspected = setup.openclaw.run("plugins", "inspect", "tribal-memory", "--runtime")
     assert "Status: loaded" in inspected and "before_prompt_build" in inspected
     assert "agent_end" in inspected
-    assert "memory_search, memory_get, memory_feedback, memory_capture" in inspected
+    assert (
+        "memory_search, memory_get, memory_feedback, memory_capture, memory_list, memory_update, "
+        "memory_delete" in inspected
+    )
     # `openclaw status --all` asked the plugin's runtime, which asked the server with
     # AGENT's key, which may not read the store-wide /v1/stats.
     key = {"authorization": f"Bearer {setup.keys['main']['key']}"}
@@ -658,6 +661,21 @@ def test_memory_capture_through_the_gateway_stores_a_fact(setup: Setup) -> None:
     assert status == 200 and (again["status"], again["memoryId"]) == ("exists", stored["memoryId"])
     status, got = setup.gateway.invoke("memory_get", {"path": stored["path"]})
     assert status == 200 and fact in got["text"], got
+    # The agent corrects, then forgets, its own memory.
+    status, listed = setup.gateway.invoke("memory_list", {"tag": "release"})
+    assert status == 200 and [m["path"] for m in listed["memories"]] == [stored["path"]]
+    fixed_fact = "The release train leaves on Fridays at noon."
+    status, fixed = setup.gateway.invoke(
+        "memory_update", {"path": stored["path"], "content": fixed_fact}
+    )
+    assert status == 200 and fixed["status"] == "updated", fixed
+    assert fixed_fact in setup.gateway.invoke("memory_get", {"path": stored["path"]})[1]["text"]
+    status, gone = setup.gateway.invoke("memory_delete", {"path": stored["path"]})
+    assert status == 200 and gone["status"] == "deleted", gone
+    status, refused = setup.gateway.invoke("memory_delete", {"path": "MEMORY.md"})
+    assert (
+        status == 200 and refused["changed"] is False and "ingesting it again" in refused["error"]
+    )
 
 
 def _memories(setup: Setup, **params: Any) -> list[dict[str, Any]]:

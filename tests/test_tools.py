@@ -22,6 +22,7 @@ from tribal_memory.documents import load_document, load_paths
 from tribal_memory.embeddings.base import Embedder, Vector
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
 from tribal_memory.interfaces.api import create_app
+from tribal_memory.interfaces.tool_manage import MANAGE_TOOL_NAMES
 from tribal_memory.interfaces.tools import SNIPPET_MAX_CHARS, TOOL_NAMES, document_lines
 from tribal_memory.service.memory_service import MemoryService
 
@@ -532,5 +533,45 @@ def test_openclaw_manifest_declares_a_memory_plugin() -> None:
     assert package["openclaw"]["compat"]["pluginApi"].startswith(">=")
     modules = [root / "index.js", *sorted((root / "lib").glob("*.js"))]
     source = "\n".join(path.read_text(encoding="utf-8") for path in modules)
-    registered = set(re.findall(r'^\s+name: "(memory_[a-z]+)",$', source, re.M))
-    assert registered == set(manifest["contracts"]["tools"]) == set(TOOL_NAMES)
+    registered = set(re.findall(r'^\s+(?:name: )?"(memory_[a-z]+)",$', source, re.M))
+    offered = set(TOOL_NAMES) | set(MANAGE_TOOL_NAMES)
+    assert registered == set(manifest["contracts"]["tools"]) == offered
+
+
+def test_an_agent_lists_corrects_and_forgets_its_own_memories(
+    client: TestClient[Litestar],
+) -> None:
+    stored = _call(
+        client, "memory_capture", {"content": "The standup moved to 9:45.", "tags": ["x"]}
+    )
+    shared = client.post(
+        "/v1/memories", json={"content": "The office opens at eight.", "owner": "shared"}
+    ).json()["memory"]
+    listed = _call(client, "memory_list", {"tag": "x"})
+    assert [m["path"] for m in listed["memories"]] == [stored["path"]]
+    assert listed["memories"][0]["text"] == "The standup moved to 9:45."
+    assert listed["nextAfter"] is None
+    # A correction replaces the text (same path) and is what search finds.
+    fixed = _call(
+        client, "memory_update", {"path": stored["path"], "content": "The standup moved to 10:15."}
+    )
+    assert fixed == {"status": "updated", "path": stored["path"], "memoryId": stored["memoryId"]}
+    assert "10:15" in _call(client, "memory_get", {"path": fixed["path"]})["text"]
+    found = _call(client, "memory_search", {"query": "when is the standup", "minScore": 0.0})
+    assert all("9:45" not in r["snippet"] for r in found["results"])
+    # Shared knowledge and other agents' memories are not the agent's to change.
+    shared_path = f"memory/{shared['memory_id']}.md"
+    assert _call(client, "memory_delete", {"path": shared_path})["status"] == "not_found"
+    assert _call(client, "memory_get", {"path": shared_path})["status"] == "ok"
+    other = _call(client, "memory_delete", {"path": fixed["path"]}, agent="someone-else")
+    assert other["status"] == "not_found"
+    gone = _call(client, "memory_delete", {"path": fixed["path"]})
+    assert gone == {"status": "deleted", "path": fixed["path"], "memoryId": fixed["memoryId"]}
+    assert _call(client, "memory_get", {"path": fixed["path"]})["status"] == "not_found"
+    # Documents change through their files; no agent, no changes.
+    refused = client.post(
+        "/v1/tools/memory_delete", json={"path": "MEMORY.md"}, headers={"X-Agent-Id": AGENT}
+    )
+    assert refused.status_code == 400 and "ingesting it again" in refused.json()["detail"]
+    anonymous = client.post("/v1/tools/memory_list", json={})
+    assert anonymous.status_code == 400 and "X-Agent-Id" in anonymous.json()["detail"]

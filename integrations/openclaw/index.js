@@ -1,7 +1,7 @@
 // tribal-memory as OpenClaw's memory slot.
 //
-// The agent's memory tools (memory_search, memory_get, memory_feedback and
-// memory_capture) are forwarded to a tribal-memory server over HTTP, as the
+// The agent's memory tools (memory_search, memory_get, memory_feedback,
+// memory_capture, and memory_list/update/delete to correct its own memories) are forwarded to a tribal-memory server over HTTP, as the
 // agent the turn runs for (X-Agent-Id). At the start of each user turn the
 // prompt is sent to POST /v1/context and the <knowledge-graph> block it
 // returns is put in front of the prompt; at the end of each run the
@@ -25,7 +25,7 @@ import { captureHandler } from "./lib/capture.js";
 import { buildPromptSection, promptOf, recallFor } from "./lib/recall.js";
 import { resolveSettings } from "./lib/settings.js";
 import { openManager } from "./lib/status.js";
-import { TOOL_NAMES, createTools } from "./lib/tools.js";
+import { MANAGE_TOOL_NAMES, TOOL_NAMES, createTools } from "./lib/tools.js";
 
 export { resolveSettings };
 
@@ -52,7 +52,7 @@ export default definePluginEntry({
       },
     });
 
-    const names = settings.captureTool ? TOOL_NAMES : TOOL_NAMES.slice(0, 3);
+    const names = [...(settings.captureTool ? TOOL_NAMES : TOOL_NAMES.slice(0, 3)), ...MANAGE_TOOL_NAMES];
     api.registerTool((ctx) => createTools(api, ctx), { names });
 
     if (settings.autoRecall.enabled) {

@@ -38,9 +38,17 @@ export function promptOf(event) {
   return typeof event?.prompt === "string" ? event.prompt : "";
 }
 
+/** A hit's citation as memory-core writes it: path#La-Lb (path#La for one line, path alone without lines). */
+function citationOf(hit) {
+  if (typeof hit?.path !== "string") return undefined;
+  const { start_line: start, end_line: end } = hit;
+  if (!Number.isInteger(start) || !Number.isInteger(end)) return hit.path;
+  return start === end ? `${hit.path}#L${start}` : `${hit.path}#L${start}-L${end}`;
+}
+
 /**
  * The <knowledge-graph> block for a turn's prompt (POST /v1/context), followed
- * by a line with its retrievalId and the citations to report; undefined to
+ * by a line with its retrievalId and the citations (path#La-Lb) to report; undefined to
  * add nothing (short prompt, a prompt already holding a block, no match, or
  * the server failing: that is logged, the turn goes on).
  */
@@ -67,9 +75,9 @@ export async function recallFor(settings, agentId, prompt, logger) {
     return undefined;
   }
   if (!isObject(answer) || typeof answer.context !== "string" || !answer.context) return undefined;
-  const paths = [...new Set((answer.hits ?? []).map((hit) => hit?.path).filter((p) => typeof p === "string"))];
-  if (!answer.retrieval_id || paths.length === 0) return answer.context;
-  return `${answer.context}\n(memory retrievalId ${answer.retrieval_id}; if you use these notes, report them with memory_feedback, usedPaths from: ${paths.join(", ")})`;
+  const cited = [...new Set((answer.hits ?? []).map(citationOf).filter((c) => c !== undefined))];
+  if (!answer.retrieval_id || cited.length === 0) return answer.context;
+  return `${answer.context}\n(memory retrievalId ${answer.retrieval_id}; if you use these notes, report the ones you used with memory_feedback, usedPaths from: ${cited.join(", ")})`;
 }
 
 /** The text a recall added to a user message, removed (for capture): the block and its line. */

@@ -6,6 +6,8 @@ import { isMemoryPath, pathNotAllowed } from "./paths.js";
 import { isObject, resolveSettings } from "./settings.js";
 
 export const TOOL_NAMES = ["memory_search", "memory_get", "memory_feedback", "memory_capture"];
+/** Tools to correct memory: the agent's own captured facts and conversation turns. */
+export const MANAGE_TOOL_NAMES = ["memory_list", "memory_update", "memory_delete"];
 
 // -- citations (OpenClaw's memory.citations: auto | on | off) ------------------------
 
@@ -78,6 +80,39 @@ const CAPTURE_PARAMETERS = {
     tags: { type: "array", items: { type: "string" }, description: "Optional labels, e.g. decision." },
   },
   required: ["content"],
+  additionalProperties: false,
+};
+
+const PATH_PARAMETER = {
+  type: "string",
+  description: "The memory's path, memory/<id>.md, from memory_search or memory_list.",
+};
+
+const LIST_PARAMETERS = {
+  type: "object",
+  properties: {
+    tag: { type: "string", description: "Only memories with this tag (conversation: captured turns)." },
+    limit: { type: "integer", minimum: 1, description: "Most memories (default 20)." },
+    after: { type: "string", description: "The nextAfter of the previous page." },
+  },
+  additionalProperties: false,
+};
+
+const UPDATE_PARAMETERS = {
+  type: "object",
+  properties: {
+    path: PATH_PARAMETER,
+    content: { type: "string", description: "The corrected text (replaces the old one)." },
+    tags: { type: "array", items: { type: "string" }, description: "New tags (replace the old ones)." },
+  },
+  required: ["path"],
+  additionalProperties: false,
+};
+
+const DELETE_PARAMETERS = {
+  type: "object",
+  properties: { path: PATH_PARAMETER },
+  required: ["path"],
   additionalProperties: false,
 };
 
@@ -185,5 +220,41 @@ export function createTools(api, ctx) {
         ),
     });
   }
+  const manage = (name, label, description, parameters, fields) => ({
+    name,
+    label,
+    description,
+    parameters,
+    execute: (_toolCallId, params, signal) =>
+      answer(
+        signal,
+        "memory could not be changed.",
+        (failure) => writeFailure(failure, "changed"),
+        () => call(name, pick(params, fields), signal),
+      ),
+  });
+  tools.push(
+    manage(
+      "memory_list",
+      "Memory List",
+      "List your own stored memories (captured facts and conversation turns; not the workspace files): path, text, tags, dates; page on with after=nextAfter.",
+      LIST_PARAMETERS,
+      ["tag", "limit", "after"],
+    ),
+    manage(
+      "memory_update",
+      "Memory Update",
+      "Correct one of your own memories by its path (memory/<id>.md): new content and/or tags. Workspace files change by editing the file.",
+      UPDATE_PARAMETERS,
+      ["path", "content", "tags"],
+    ),
+    manage(
+      "memory_delete",
+      "Memory Delete",
+      "Forget one of your own memories by its path (memory/<id>.md), e.g. when the user asks or it is wrong. status=not_found: no memory of yours at that path.",
+      DELETE_PARAMETERS,
+      ["path"],
+    ),
+  );
   return tools;
 }

@@ -257,3 +257,40 @@ class MemoryGraphOut(msgspec.Struct):
 
     operation: str
     memories: list[GraphMemoryOut]
+
+
+# -- memory_list, memory_update, memory_delete -----------------------------------------
+
+
+class MemoryListItemOut(msgspec.Struct):
+    """One of the caller's memories.
+
+    ``path`` (``memory/<id>.md``), ``memoryId``, the start of its ``text`` (300
+    characters), ``tags``, ``createdAt``/``updatedAt`` (RFC 3339).
+    """
+
+    path: str
+    memoryId: str
+    text: str
+    tags: list[str]
+    createdAt: str
+    updatedAt: str
+
+
+class MemoryListOut(msgspec.Struct):
+    """A page of the caller's memories; ``nextAfter``: pass as ``after`` (null: last page)."""
+
+    memories: list[MemoryListItemOut]
+    nextAfter: str | None
+
+
+class MemoryChangeOut(msgspec.Struct, omit_defaults=True):
+    """What ``memory_update`` or ``memory_delete`` did.
+
+    ``status``: ``updated``, ``deleted`` or ``not_found`` (no memory of the caller at
+    ``path``). ``memoryId``: the memory's id (it stays when the text changes).
+    """
+
+    status: Literal["updated", "deleted", "not_found"]
+    path: str
+    memoryId: str | None = None
