@@ -6,7 +6,14 @@ searched, call ``memory_search`` with the user's question (the last line
 ending in ``?`` of the user messages); once it has, call ``memory_feedback``
 with that search's ``retrievalId`` and the path of its first result; after
 that, answer in text. So one agent turn is search, feedback, reply, the loop
-an agent that follows the plugin's prompt runs.
+an agent that follows the plugin's prompt runs. A turn with no question (a
+statement) is answered in text at once.
+
+Under OpenClaw's default Tool Search the memory tools are deferred: the
+request offers ``tool_call`` instead of ``memory_search``, and the stub calls
+them through it (``tool_call {id: <tool>, args}``), as a model following
+OpenClaw's tool directory does; their answers come back wrapped, and
+:func:`tool_answers` unwraps them.
 """
 
 from __future__ import annotations
@@ -21,6 +28,8 @@ from typing import Any
 
 MODEL_ID = "stub-model"
 FINAL_TEXT = "Answered from memory."
+STATEMENT_TEXT = "Noted, thank you."
+INTERNAL = "<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>"
 _STAMP = re.compile(r"^\[[^\]]*\]\s*")
 
 
@@ -45,22 +54,72 @@ def question_of(messages: list[dict[str, Any]]) -> str:
     return found
 
 
-def next_step(messages: list[dict[str, Any]]) -> tuple[str, dict[str, Any] | str]:
-    """``("memory_search" | "memory_feedback", arguments)`` or ``("text", reply)``."""
+def _called(call: dict[str, Any]) -> str:
+    """The tool a model's tool call ran: the target of a ``tool_call``, else its name."""
+    name = str(call["function"]["name"])
+    if name == "tool_call":
+        try:
+            return str(json.loads(call["function"]["arguments"]).get("id"))
+        except (ValueError, AttributeError):
+            return name
+    return name
+
+
+def unwrap(value: Any) -> Any:
+    """A tool's answer from a tool message's JSON: as is, or out of Tool Search's envelope.
+
+    ``tool_call`` answers ``{tool: {id, name, source}, result: {content, details}}``.
+    """
+    if isinstance(value, dict) and "result" in value and "tool" in value:
+        inner = value["result"]
+        if isinstance(inner, dict) and "details" in inner:
+            return inner["details"]
+        if isinstance(inner, dict) and isinstance(inner.get("content"), list):
+            return json.loads(text_of(inner["content"]))
+        return inner
+    return value
+
+
+def tool_answers(messages: list[dict[str, Any]]) -> dict[str, Any]:
+    """The memory tools' answers in a conversation, by tool name (the last of each)."""
     names = {
-        call["id"]: call["function"]["name"]
+        call["id"]: _called(call)
         for message in messages
         for call in message.get("tool_calls") or []
     }
-    results = {
-        names.get(m.get("tool_call_id")): text_of(m.get("content"))
-        for m in messages
-        if m.get("role") == "tool"
-    }
+    answers: dict[str, Any] = {}
+    for m in messages:
+        if m.get("role") == "tool":
+            text = text_of(m.get("content"))
+            try:
+                answers[names.get(m.get("tool_call_id"), "?")] = unwrap(json.loads(text))
+            except ValueError:
+                answers[names.get(m.get("tool_call_id"), "?")] = text
+    return answers
+
+
+def next_step(messages: list[dict[str, Any]]) -> tuple[str, dict[str, Any] | str]:
+    """``("memory_search" | "memory_feedback", arguments)`` or ``("text", reply)``.
+
+    Only the current turn counts: the messages from the user's last message on
+    (OpenClaw's internal context, a user message of its own, is not the user's).
+    """
+    users = [
+        i
+        for i, m in enumerate(messages)
+        if m.get("role") == "user" and not text_of(m.get("content")).startswith(INTERNAL)
+    ]
+    messages = messages[users[-1] :] if users else messages
+    results = tool_answers(messages)
+    question = question_of(messages)
+    if not question:
+        return "text", STATEMENT_TEXT
     if "memory_search" not in results:
-        return "memory_search", {"query": question_of(messages)}
+        return "memory_search", {"query": question}
     if "memory_feedback" not in results:
-        answer = json.loads(results["memory_search"])
+        answer = results["memory_search"]
+        if not isinstance(answer, dict):
+            return "text", FINAL_TEXT
         hits = answer.get("results") or []
         used = [hits[0]["path"]] if hits else []
         return "memory_feedback", {"retrievalId": answer.get("retrievalId", ""), "usedPaths": used}
@@ -90,6 +149,9 @@ class StubModel:
                     stub.requests.append(body)
                     number = next(stub._ids)
                 kind, payload = next_step(body.get("messages") or [])
+                offered = {t.get("function", {}).get("name") for t in body.get("tools") or []}
+                if kind != "text" and kind not in offered and "tool_call" in offered:
+                    payload, kind = {"id": kind, "args": payload}, "tool_call"
                 if kind == "text":
                     delta: dict[str, Any] = {"role": "assistant", "content": payload}
                     finish = "stop"

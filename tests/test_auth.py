@@ -142,6 +142,33 @@ def test_a_key_sees_its_owner_and_shared_memories_only(secured: TestClient[Lites
     assert secured.get("/v1/stats", headers=admin).json()["memories"] == 2
 
 
+def test_any_key_reads_its_own_owner_stats(secured: TestClient[Litestar]) -> None:
+    alice, bob, admin = (
+        _key(secured, "alice"),
+        _key(secured, "bob"),
+        _key(secured, "ops", admin=True),
+    )
+    for content, owner in (("Alice likes tea", "alice"), ("The kettle is shared", "shared")):
+        response = secured.post(
+            "/v1/memories", json={"content": content, "owner": owner}, headers=alice
+        )
+        assert response.status_code == 201
+    document = {"path": "notes/tea.md", "text": "# Tea\n\nGreen, not black.\n"}
+    assert secured.post("/v1/documents", json=document, headers=alice).status_code == 201
+    mine = secured.get("/v1/stats/owner", headers=alice).json()
+    assert (mine["owner"], mine["shared"], mine["documents"]) == ("alice", 1, 1)
+    assert mine["memories"] >= 2  # the fact and the document's chunks
+    assert mine["embedding_model"] and isinstance(mine["fts_indexed"], bool)
+    assert secured.get("/v1/stats/owner", params={"owner": "alice"}, headers=alice).json() == mine
+    theirs = secured.get("/v1/stats/owner", headers=bob).json()
+    assert (theirs["owner"], theirs["memories"], theirs["shared"]) == ("bob", 0, 1)
+    refused = secured.get("/v1/stats/owner", params={"owner": "alice"}, headers=bob)
+    assert refused.status_code == 403 and "bob" in refused.json()["detail"]
+    assert secured.get("/v1/stats/owner", headers={}).status_code == 401
+    everyone = secured.get("/v1/stats/owner", headers=admin).json()
+    assert (everyone["owner"], everyone["memories"]) == (None, mine["memories"] + 1)
+
+
 def test_feedback_on_another_owners_retrieval_is_unknown(secured: TestClient[Litestar]) -> None:
     alice, bob = _key(secured, "alice"), _key(secured, "bob")
     secured.post("/v1/memories", json={"content": "Alice's train leaves at 8"}, headers=alice)

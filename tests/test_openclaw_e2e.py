@@ -2,19 +2,25 @@
 
 A gateway runs on loopback with its home, state and config in a temp dir, first
 with OpenClaw's own memory-core in the memory slot, then with the plugin in
-``integrations/openclaw`` installed the way the README says (``openclaw plugins
-install -l``), talking to a real ``tribal-memory serve`` on 127.0.0.1 that holds
-the same small workspace. Checked: (a) every tool through the gateway's
-``POST /tools/invoke``, its answer next to memory-core's for the same call;
-(b) a full agent turn with a scripted OpenAI-compatible model
-(:mod:`openclaw_stub`) that calls ``memory_search`` and then ``memory_feedback``
-with the path it used, recorded by the server; (c) after three such turns the
-same question is a cache hit on the server; (d) the model's request holds the
-``<knowledge-graph>`` block of the matching memory, put there by the plugin's
-start-of-turn hook. Also: the recall switched off in the plugin's config, and
-the answers when the server is down. The gateway is started three times per
-module (about 30 s each); everything started is stopped at the end of the
-module.
+``integrations/openclaw`` set up the way the README says (``tribal-memory
+openclaw setup``, after a ``--dry-run`` that must change nothing), talking to a
+real ``tribal-memory serve`` on 127.0.0.1 that requires API keys: the plugin
+holds the agent's own (non-admin) key, so ``openclaw status`` reads the
+owner-scoped stats. The workspace has an ``AGENTS.md`` that memory-core
+neither searches nor reads, and neither does the plugin. Checked: (a) every
+tool through the gateway's ``POST /tools/invoke``, its answer next to
+memory-core's for the same call; (b) full agent turns with a scripted
+OpenAI-compatible model (:mod:`openclaw_stub`) under OpenClaw's default Tool
+Search (the tools called through ``tool_call``): ``memory_search``, then
+``memory_feedback`` with the path it used, recorded by the server; (c) after
+three such turns the same question is a cache hit; (d) the model's request
+holds the ``<knowledge-graph>`` block put there by the start-of-turn hook;
+(e) a conversation captured by the ``agent_end`` hook (session id, turn order,
+no tool output) and recalled in a later session; (f) 409, 403 and 401 answers
+reaching the model with the server's message. Also: the recall switched off
+with Tool Search off (the tools offered directly), and the answers when the
+server is down. The gateway is started three times per module (about 30 s
+each); everything started is stopped at the end of the module.
 
 Node 24 and OpenClaw come from ``TRIBAL_TEST_NODE`` and ``TRIBAL_TEST_OPENCLAW``
 (``.ci/run`` sets them from ``.ci/install-openclaw``), else from that script's
@@ -37,7 +43,7 @@ from typing import Any
 
 import httpx
 import pytest
-from openclaw_stub import FINAL_TEXT, StubModel, text_of
+from openclaw_stub import FINAL_TEXT, STATEMENT_TEXT, StubModel, text_of, tool_answers
 
 from tribal_memory.bench.server_process import ServerProcess, free_port, tribal_server
 
@@ -48,6 +54,7 @@ PLUGIN_DIR = REPO / "integrations" / "openclaw"
 OPENCLAW_VERSION = "2026.9.6"
 NODE_VERSION = "24.21.0"
 AGENT = "main"
+OTHER = "other"
 TOKEN = "e2e-gateway-token"
 GATEWAY_START_TIMEOUT_S = 150.0
 CLI_TIMEOUT_S = 120.0
@@ -67,6 +74,10 @@ WORKSPACE_FILES = {
         "The billing database runs on db-billing-01 and is backed up nightly.\n\n"
         "## On-call\n\n"
         "Bob is on call this week; Carol takes over on Monday.\n"
+    ),
+    # An OpenClaw bootstrap file: memory-core neither searches nor reads it.
+    "AGENTS.md": (
+        "# Agents\n\nWhen asked which database runs the billing service, check memory first.\n"
     ),
     "memory/runbook.md": "# Runbook\n\n"
     + "".join(f"Step {n:03d}: check the queue depth of worker {n}.\n" for n in range(1, 151)),
@@ -195,11 +206,13 @@ class Gateway:
                 continue
             break
 
-    def invoke(self, tool: str, args: dict[str, Any]) -> tuple[int, Any]:
+    def invoke(
+        self, tool: str, args: dict[str, Any], session_key: str = f"agent:{AGENT}:main"
+    ) -> tuple[int, Any]:
         """``POST /tools/invoke``: (HTTP status, the tool's answer or the error body)."""
         response = httpx.post(
             f"{self.url}/tools/invoke",
-            json={"tool": tool, "args": args, "sessionKey": "main"},
+            json={"tool": tool, "args": args, "sessionKey": session_key},
             headers={"authorization": f"Bearer {TOKEN}"},
             timeout=120.0,
         )
@@ -219,6 +232,14 @@ class Setup:
     stub: StubModel
     memory_core: dict[str, Any]
     status: dict[str, Any]
+    keys: dict[str, dict[str, Any]]
+    data_dir: Path
+    setup_runs: dict[str, dict[str, Any]]
+
+    @property
+    def admin(self) -> dict[str, str]:
+        """Headers of the admin key (the server runs with authentication on)."""
+        return {"authorization": f"Bearer {self.keys['admin']['key']}"}
 
 
 def _write_workspace(root: Path) -> Path:
@@ -255,7 +276,9 @@ def _base_config(workspace: Path, gateway_port: int, stub: StubModel, logs: Path
                 "model": {"primary": "stub/stub-model"},
                 # No turns of the gateway's own: every model request is a test's.
                 "heartbeat": {"every": "0m"},
-            }
+            },
+            # OTHER has no key of its own: the plugin's key (for AGENT) is refused for it.
+            "list": [{"id": AGENT, "default": True}, {"id": OTHER}],
         },
         "models": {
             "mode": "merge",
@@ -270,7 +293,8 @@ def _base_config(workspace: Path, gateway_port: int, stub: StubModel, logs: Path
         },
         # memory-core needs no embedding provider then (and no network).
         "memory": {"search": {"provider": "none"}},
-        "tools": {"toolSearch": False},
+        # tools.toolSearch unset: OpenClaw's default Tool Search, where the memory
+        # tools are deferred and the model calls them through tool_call.
     }
 
 
@@ -281,6 +305,8 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
     ("memory_search", {"query": QUESTION, "corpus": "wiki"}),
     ("memory_search", {"query": QUESTION, "corpus": "sessions"}),
     ("memory_search", {"query": QUESTION, "minScore": 5}),
+    ("memory_search", {"query": QUESTION, "corpus": "all"}),
+    ("memory_get", {"path": "AGENTS.md"}),
     ("memory_get", {"path": "MEMORY.md"}),
     ("memory_get", {"path": "memory/2026-03-02.md"}),
     ("memory_get", {"path": "memory/2026-03-02.md", "from": 5, "lines": 2}),
@@ -311,17 +337,12 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
     openclaw = OpenClaw(node, script, home)
     workspace = _write_workspace(root)
     data_dir = root / "tribal-data"
-    ingest = subprocess.run(
-        [sys.executable, "-m", "tribal_memory", "ingest", str(workspace), "--owner", AGENT,
-         "--data-dir", str(data_dir), "--json"],
-        capture_output=True, text=True, timeout=300, check=False, cwd=root,
-    )  # fmt: skip
-    assert ingest.returncode == 0, ingest.stderr
-    paths = {json.loads(line).get("path") for line in ingest.stdout.splitlines()}
-    assert set(WORKSPACE_FILES) <= paths, ingest.stdout  # relative to the workspace
-
-    with StubModel() as stub, tribal_server(logs / "tribal.log", data_dir=data_dir) as server:
+    keys = {"admin": _create_key(data_dir, "ops", admin=True)}
+    auth_on = {"TRIBAL_AUTH": "required"}
+    port = free_port()
+    with StubModel() as stub:
         gateway = Gateway(openclaw, free_port(), logs / "gateway.log")
+        # The OpenClaw config onboarding would write, with the stub model.
         config = _base_config(workspace, gateway.port, stub, logs)
         openclaw.config_path.write_text(json.dumps(config, indent=2), encoding="utf-8")
         try:
@@ -329,26 +350,68 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
             gateway.start()
             memory_core = {json.dumps(call): gateway.invoke(*call) for call in CALLS}
             gateway.stop()
-            # The plugin as the README installs it.
-            openclaw.run(
-                "plugins", "install", "-l", str(PLUGIN_DIR), "--force", "--accept-capabilities"
-            )
-            openclaw.run(
-                "config", "set", "plugins.entries.tribal-memory.config",
-                json.dumps({"baseUrl": server.base_url}), "--strict-json",
-            )  # fmt: skip
-            openclaw.run(
-                "config", "set", "plugins.entries.tribal-memory.hooks",
-                json.dumps({"allowConversationAccess": True}), "--strict-json",
-            )  # fmt: skip
-            openclaw.run("config", "validate")
-            # OpenClaw 2026.9.6 reports the memory backend only while the gateway is down
-            # ("Local plugin inspection is not collected in online status").
-            status = json.loads(openclaw.run("status", "--json", "--all", "--timeout", "2000"))
-            gateway.start()
-            yield Setup(openclaw, gateway, server, stub, memory_core, status)
+            # The plugin as the README sets it up: one command.
+            planned = _setup_command(openclaw, data_dir, port, "--dry-run")
+            assert json.loads(openclaw.config_path.read_text(encoding="utf-8")) == config
+            done = _setup_command(openclaw, data_dir, port)
+            written = json.loads(openclaw.config_path.read_text(encoding="utf-8"))
+            key = written["plugins"]["entries"]["tribal-memory"]["config"]["apiKey"]
+            keys["main"] = {"key": key, "key_id": done["key_id"]}
+            with tribal_server(
+                logs / "tribal.log", data_dir=data_dir, env=auth_on, port=port
+            ) as server:
+                # OpenClaw 2026.9.6 reports the memory backend only while the gateway is
+                # down ("Local plugin inspection is not collected in online status").
+                status = json.loads(openclaw.run("status", "--json", "--all", "--timeout", "2000"))
+                gateway.start()
+                yield Setup(
+                    openclaw, gateway, server, stub, memory_core, status, keys, data_dir,
+                    {"planned": planned, "done": done},
+                )  # fmt: skip
         finally:
             gateway.stop()
+
+
+def _setup_command(openclaw: OpenClaw, data_dir: Path, port: int, *args: str) -> dict[str, Any]:
+    """``tribal-memory openclaw setup`` for OPENCLAW's home, a server on ``port`` with keys."""
+    done = subprocess.run(
+        [sys.executable, "-m", "tribal_memory", "openclaw", "setup",
+         "--openclaw", f"{openclaw.node} {openclaw.script}", "--node", str(openclaw.node),
+         "--server-url", f"http://127.0.0.1:{port}", "--data-dir", str(data_dir), "--json", *args],
+        env={**openclaw.env(), "TRIBAL_AUTH": "required"}, cwd=openclaw.home,
+        capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    summary: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
+    return summary
+
+
+def _tribal(*args: str, data_dir: Path) -> str:
+    """``tribal-memory ARGS --data-dir DATA_DIR``; its stdout.
+
+    Raises:
+        AssertionError: it failed.
+    """
+    done = subprocess.run(
+        [sys.executable, "-m", "tribal_memory", *args, "--data-dir", str(data_dir)],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def _create_key(data_dir: Path, owner: str, *, admin: bool = False) -> dict[str, Any]:
+    """A new API key for ``owner``: ``{key_id, owner, admin, key, ...}``."""
+    args = ["keys", "create", "--owner", owner, "--json", *(["--admin"] if admin else [])]
+    created: dict[str, Any] = json.loads(_tribal(*args, data_dir=data_dir).splitlines()[-1])
+    return created
+
+
+def _plugin_config(
+    server: ServerProcess, keys: dict[str, dict[str, Any]], **extra: Any
+) -> dict[str, Any]:
+    """The plugin's config: the server and AGENT's key (not an admin key)."""
+    return {"baseUrl": server.base_url, "apiKey": keys["main"]["key"], **extra}
 
 
 def _citation(result: dict[str, Any]) -> str:
@@ -359,17 +422,44 @@ def _citation(result: dict[str, Any]) -> str:
 READ_KEYS = {"path", "startLine", "endLine", "score", "snippet", "source", "corpus", "citation"}
 
 
+MEMORY_FILES = ["MEMORY.md", "memory/2026-03-02.md", "memory/runbook.md"]
+"""The workspace files memory-core indexes (not AGENTS.md)."""
+
+
+def test_setup_command_plans_then_ingests_and_installs(setup: Setup) -> None:
+    planned, done = setup.setup_runs["planned"], setup.setup_runs["done"]
+    for summary in (planned, done):
+        assert summary["agent"] == AGENT and summary["files"] == MEMORY_FILES
+        assert summary["node"] == f"v{NODE_VERSION}" and OPENCLAW_VERSION in summary["openclaw"]
+        assert summary["key"] == "created"  # the server requires keys
+    assert planned["dry_run"] is True and "ingested" not in planned
+    assert done["plugin_dir"] == str(PLUGIN_DIR.resolve())
+    assert done["ingested"]["created"] == len(MEMORY_FILES)
+    documents = httpx.get(
+        f"{setup.server.base_url}/v1/documents", params={"owner": AGENT}, headers=setup.admin
+    ).json()
+    listed = documents["documents"] if isinstance(documents, dict) else documents
+    assert sorted(d["path"] for d in listed) == sorted(MEMORY_FILES)
+
+
 def test_installed_plugin_holds_the_memory_slot(setup: Setup) -> None:
     config = json.loads(setup.openclaw.config_path.read_text(encoding="utf-8"))
     assert config["plugins"]["slots"]["memory"] == "tribal-memory"
     assert config["plugins"]["entries"]["tribal-memory"]["enabled"] is True
     inspected = setup.openclaw.run("plugins", "inspect", "tribal-memory", "--runtime")
     assert "Status: loaded" in inspected and "before_prompt_build" in inspected
-    assert "memory_search, memory_get, memory_feedback, memory_capture" in inspected
-    # `openclaw status --all` asked the plugin's runtime, which asked the server.
+    assert "agent_end" in inspected
+    assert (
+        "memory_search, memory_get, memory_feedback, memory_capture, memory_list, memory_update, "
+        "memory_delete" in inspected
+    )
+    # `openclaw status --all` asked the plugin's runtime, which asked the server with
+    # AGENT's key, which may not read the store-wide /v1/stats.
+    key = {"authorization": f"Bearer {setup.keys['main']['key']}"}
+    assert httpx.get(f"{setup.server.base_url}/v1/stats", headers=key).status_code == 403
     memory = setup.status["memory"]
     assert (memory["provider"], memory["agentId"]) == ("tribal-memory", AGENT)
-    assert memory["files"] == len(WORKSPACE_FILES) and memory["chunks"] >= len(WORKSPACE_FILES)
+    assert memory["files"] == len(MEMORY_FILES) and memory["chunks"] >= len(MEMORY_FILES)
     assert memory["custom"]["baseUrl"] == setup.server.base_url
 
 
@@ -402,6 +492,12 @@ def test_tool_answers_match_memory_core(setup: Setup, call: tuple[str, dict[str,
         return
     assert ours["citations"] == core["citations"] == "auto"
     assert ours["provider"] == "tribal-memory" and isinstance(ours["retrievalId"], str)
+    assert isinstance(ours["debug"], dict) and isinstance(core["debug"], dict)
+    assert ours["debug"]["hits"] == len(ours["results"])
+    if args.get("corpus") == "all":
+        assert ours["corpora"] == core["corpora"]
+    # What memory-core does not search, the plugin does not return either.
+    assert all(r["path"] != "AGENTS.md" for r in ours["results"])
     if args.get("minScore", 0) > 1:
         return  # memory-core keeps keyword matches under any minScore; we drop them
     assert ours["results"] and core["results"]
@@ -410,6 +506,7 @@ def test_tool_answers_match_memory_core(setup: Setup, call: tuple[str, dict[str,
     assert ours["results"][0]["path"] == core["results"][0]["path"] == "memory/2026-03-02.md"
     for result in ours["results"] + core["results"]:
         assert set(result) >= READ_KEYS
+        assert set(result["provenance"]) == {"originClass", "sessionKind", "observedAt"}
         assert result["citation"] == _citation(result)
         assert result["snippet"].endswith(f"\n\nSource: {result['citation']}")
         assert result["source"] == result["corpus"] == "memory"
@@ -425,27 +522,34 @@ def test_tool_answers_match_memory_core(setup: Setup, call: tuple[str, dict[str,
         assert body.strip() in got["text"]
 
 
-def _retrieval_stats(server: ServerProcess) -> dict[str, Any]:
-    response = httpx.get(f"{server.base_url}/v1/stats/retrieval", params={"owner": AGENT})
+def _retrieval_stats(setup: Setup) -> dict[str, Any]:
+    response = httpx.get(
+        f"{setup.server.base_url}/v1/stats/retrieval", params={"owner": AGENT}, headers=setup.admin
+    )
     response.raise_for_status()
     overall: dict[str, Any] = response.json()["overall"]
     return overall
 
 
-def _turn(setup: Setup, number: int) -> list[dict[str, Any]]:
-    """One agent turn in a session of its own; the stub model's requests during it."""
+def _turn(
+    setup: Setup, session: int | str, message: str = QUESTION, *, agent: str = AGENT
+) -> list[dict[str, Any]]:
+    """One agent turn in session ``e2e-<session>``; the stub model's requests during it."""
     before = len(setup.stub.requests)
     out = setup.openclaw.run(
-        "agent", "--agent", AGENT, "--session-key", f"agent:{AGENT}:e2e-{number}",
-        "-m", QUESTION, "--json", "--timeout", "150",
+        "agent", "--agent", agent, "--session-key", f"agent:{agent}:e2e-{session}",
+        "-m", message, "--json", "--timeout", "150",
         timeout_s=TURN_TIMEOUT_S,
     )  # fmt: skip
     reply = json.loads(out[out.index("{") :])
     assert reply["status"] == "ok", out
-    assert [p["text"] for p in reply["result"]["payloads"]] == [FINAL_TEXT]
+    expected = FINAL_TEXT if message.endswith("?") else STATEMENT_TEXT
+    assert [p["text"] for p in reply["result"]["payloads"]] == [expected], _outline(
+        setup.stub.requests[before:]
+    )
     # Only this turn's requests: the gateway may run other agent turns of its
     # own (a heartbeat, say) against the same model meanwhile.
-    return [r for r in setup.stub.requests[before:] if _asks(r, QUESTION)]
+    return [r for r in setup.stub.requests[before:] if _asks(r, message)]
 
 
 def _asks(request: dict[str, Any], question: str) -> bool:
@@ -464,33 +568,33 @@ def _outline(requests: list[dict[str, Any]]) -> str:
         parts = []
         for m in request.get("messages") or []:
             calls = [c["function"]["name"] for c in m.get("tool_calls") or []]
-            text = json.dumps(m.get("content"))[:60] if m.get("role") != "system" else ""
+            text = json.dumps(m.get("content"))[:300] if m.get("role") != "system" else ""
             parts.append(f"{m.get('role')}{calls or ''} {text}")
         lines.append(" | ".join(parts))
     return "\n".join(lines)
 
 
 def _tool_results(request: dict[str, Any]) -> dict[str, Any]:
-    """The tool answers in a model request, by tool name."""
-    names = {
-        call["id"]: call["function"]["name"]
-        for message in request["messages"]
-        for call in message.get("tool_calls") or []
-    }
-    return {
-        names[m["tool_call_id"]]: json.loads(m["content"])
-        for m in request["messages"]
-        if m.get("role") == "tool"
-    }
+    """The memory tools' answers in a model request, by tool name (also through tool_call)."""
+    return tool_answers(request["messages"])
+
+
+def _offered(request: dict[str, Any]) -> set[str]:
+    """The names of the tools a model request offers."""
+    return {t["function"]["name"] for t in request.get("tools") or []}
 
 
 def test_agent_turns_feed_back_and_learn(setup: Setup) -> None:
-    started = _retrieval_stats(setup.server)
+    started = _retrieval_stats(setup)
     seen: list[dict[str, Any]] = []
     for number in (1, 2, 3):
         requests = _turn(setup, number)
         assert len(requests) == 3, _outline(requests)  # search, feedback, reply
         first, last = requests[0], requests[-1]
+        # OpenClaw's default Tool Search: the memory tools are deferred, called via tool_call.
+        assert "tool_call" in _offered(first) and "memory_search" not in _offered(first)
+        calls = [c["function"]["name"] for m in last["messages"] for c in m.get("tool_calls") or []]
+        assert calls == ["tool_call", "tool_call"], _outline(requests)
         # (d) The start-of-turn hook put the matching memory's block before the question.
         user = "\n".join(str(m["content"]) for m in first["messages"] if m.get("role") == "user")
         block = re.search(r"<knowledge-graph>.*?</knowledge-graph>", user, re.S)
@@ -509,12 +613,12 @@ def test_agent_turns_feed_back_and_learn(setup: Setup) -> None:
         assert fed["usedPaths"] == ["memory/2026-03-02.md"] and fed["usedIds"]
         assert fed["duplicate"] is False
         seen.append(searched)
-        stats = _retrieval_stats(setup.server)
+        stats = _retrieval_stats(setup)
         assert stats["with_feedback"] == started["with_feedback"] + number
         assert stats["cache_hits"] == started["cache_hits"]  # not proven yet
     # (c) Three successes: the fourth time the question is answered from the cache.
     _turn(setup, 4)
-    assert _retrieval_stats(setup.server)["cache_hits"] > started["cache_hits"]
+    assert _retrieval_stats(setup)["cache_hits"] > started["cache_hits"]
     status, again = setup.gateway.invoke("memory_search", {"query": QUESTION})
     assert status == 200 and again["results"][0]["path"] == "memory/2026-03-02.md"
     assert again["results"][0]["score"] >= seen[0]["results"][0]["score"]
@@ -524,22 +628,29 @@ def _user_text(request: dict[str, Any]) -> str:
     return "\n".join(str(m["content"]) for m in request["messages"] if m.get("role") == "user")
 
 
-def test_auto_recall_switched_off(setup: Setup) -> None:
-    settings = {"baseUrl": setup.server.base_url, "autoRecall": {"enabled": False}}
+def test_auto_recall_switched_off_and_direct_tools(setup: Setup) -> None:
+    """Recall off in the plugin's config, and Tool Search off: the tools offered directly."""
+    settings = _plugin_config(setup.server, setup.keys, autoRecall={"enabled": False})
     setup.openclaw.run(
         "config", "set", "plugins.entries.tribal-memory.config", json.dumps(settings),
         "--strict-json",
     )  # fmt: skip
+    setup.openclaw.run("config", "set", "tools.toolSearch", "false", "--strict-json")
     setup.gateway.stop()
     setup.gateway.start()
-    before = _retrieval_stats(setup.server)["retrievals"]
+    before = _retrieval_stats(setup)["retrievals"]
     requests = _turn(setup, 5)
     assert QUESTION in _user_text(requests[0]) and "<knowledge-graph>" not in _user_text(
         requests[0]
     )
+    assert {"memory_search", "memory_feedback"} <= _offered(requests[0])
+    calls = [
+        c["function"]["name"] for m in requests[-1]["messages"] for c in m.get("tool_calls") or []
+    ]
+    assert calls == ["memory_search", "memory_feedback"]
     # The tools still answer: one retrieval (the tool's search), no /v1/context search.
     assert _tool_results(requests[-1])["memory_feedback"]["usedPaths"] == ["memory/2026-03-02.md"]
-    assert _retrieval_stats(setup.server)["retrievals"] == before + 1
+    assert _retrieval_stats(setup)["retrievals"] == before + 1
 
 
 def test_memory_capture_through_the_gateway_stores_a_fact(setup: Setup) -> None:
@@ -550,6 +661,117 @@ def test_memory_capture_through_the_gateway_stores_a_fact(setup: Setup) -> None:
     assert status == 200 and (again["status"], again["memoryId"]) == ("exists", stored["memoryId"])
     status, got = setup.gateway.invoke("memory_get", {"path": stored["path"]})
     assert status == 200 and fact in got["text"], got
+    # The agent corrects, then forgets, its own memory.
+    status, listed = setup.gateway.invoke("memory_list", {"tag": "release"})
+    assert status == 200 and [m["path"] for m in listed["memories"]] == [stored["path"]]
+    fixed_fact = "The release train leaves on Fridays at noon."
+    status, fixed = setup.gateway.invoke(
+        "memory_update", {"path": stored["path"], "content": fixed_fact}
+    )
+    assert status == 200 and fixed["status"] == "updated", fixed
+    # New text, new path (a memory's id is its owner's and text's): the answer names it.
+    assert fixed_fact in setup.gateway.invoke("memory_get", {"path": fixed["path"]})[1]["text"]
+    status, gone = setup.gateway.invoke("memory_delete", {"path": fixed["path"]})
+    assert status == 200 and gone["status"] == "deleted", gone
+    status, refused = setup.gateway.invoke("memory_delete", {"path": "MEMORY.md"})
+    assert (
+        status == 200 and refused["changed"] is False and "ingesting it again" in refused["error"]
+    )
+
+
+def _memories(setup: Setup, **params: Any) -> list[dict[str, Any]]:
+    """AGENT's memories (``GET /v1/memories``, admin key), ``params`` as filters."""
+    response = httpx.get(
+        f"{setup.server.base_url}/v1/memories",
+        params={"owner": AGENT, "include_shared": False, "limit": 100, **params},
+        headers=setup.admin,
+    )
+    response.raise_for_status()
+    body = response.json()
+    memories: list[dict[str, Any]] = body["memories"] if isinstance(body, dict) else body
+    return memories
+
+
+def test_conversation_is_captured_and_recalled_in_a_later_session(setup: Setup) -> None:
+    """autoCapture (agent_end): turns with the session id and order, then recalled later."""
+    said = [
+        "My cat is called Miso and she sleeps on the bookshelf all afternoon.",
+        "I moved to Lisbon in the spring of 2025 for the new job.",
+        "Ok",  # too short to keep
+    ]
+    for message in said:
+        _turn(setup, "capture-1", message)
+    deadline = time.monotonic() + 30
+    turns: list[dict[str, Any]] = []
+    while time.monotonic() < deadline:  # agent_end hooks run after the reply is sent
+        keep = ("Miso", "Lisbon", STATEMENT_TEXT)
+        turns = [
+            m for m in _memories(setup, tag="conversation") if any(w in m["content"] for w in keep)
+        ]
+        if len(turns) == 3:
+            break
+        time.sleep(0.5)
+    by_content = {m["content"]: m for m in turns}
+    assert set(by_content) == {
+        f"User: {said[0]}",
+        f"Assistant: {STATEMENT_TEXT}",
+        f"User: {said[1]}",
+    }, turns  # the repeated reply once, "Ok" not at all
+    session_ids = {m["doc_id"] for m in turns}
+    assert len(session_ids) == 1 and None not in session_ids
+    order = [by_content[f"User: {said[0]}"], by_content[f"Assistant: {STATEMENT_TEXT}"],
+             by_content[f"User: {said[1]}"]]  # fmt: skip
+    assert [m["chunk_index"] for m in order] == [0, 1, 2]
+    captured = _memories(setup, tag="conversation")
+    for memory in captured:  # no recall block, no tool output, no bare questions
+        assert (
+            "<knowledge-graph>" not in memory["content"] and "retrievalId" not in memory["content"]
+        )
+        assert memory["content"] != f"User: {QUESTION}"
+    # A later session: the agent's search finds what was said in the first one.
+    requests = _turn(setup, "capture-2", "What is the name of my cat?")
+    searched = _tool_results(requests[-1])["memory_search"]
+    hit = next(r for r in searched["results"] if "Miso" in r["snippet"])
+    assert hit["provenance"]["originClass"] == "user"
+    status, read = setup.gateway.invoke("memory_get", {"path": hit["path"]})
+    assert status == 200 and said[0] in read["text"]
+
+
+def test_server_refusals_reach_the_model_with_the_servers_message(setup: Setup) -> None:
+    # 409: a second feedback on one search naming other paths.
+    _, searched = setup.gateway.invoke("memory_search", {"query": QUESTION})
+    first = {"retrievalId": searched["retrievalId"], "usedPaths": [searched["results"][0]["path"]]}
+    status, fed = setup.gateway.invoke("memory_feedback", first)
+    assert status == 200 and fed["usedIds"], fed
+    status, again = setup.gateway.invoke("memory_feedback", {**first, "usedPaths": []})
+    assert status == 200, again
+    assert again["recorded"] is False and again["code"] == "conflict"
+    assert "already has feedback" in again["error"] and "409" in again["error"]
+    assert "memory_search again" in again["action"]
+    # 403: the plugin's key acts for AGENT, not for OTHER.
+    session = f"agent:{OTHER}:main"
+    status, search = setup.gateway.invoke("memory_search", {"query": QUESTION}, session)
+    assert status == 200, search
+    assert search["results"] == [] and search["disabled"] is search["unavailable"] is True
+    assert f"'{AGENT}', not '{OTHER}'" in search["error"] and "403" in search["error"]
+    assert OTHER in search["warning"] and "keys create --owner other" in search["action"]
+    status, read = setup.gateway.invoke("memory_get", {"path": "MEMORY.md"}, session)
+    assert status == 200 and read["status"] == "error" and read["text"] == ""
+    assert read["code"] == "MEMORY_BACKEND_FORBIDDEN" and "403" in read["error"]
+
+
+def test_revoked_key_answers_unauthorized_to_the_model(setup: Setup) -> None:
+    """Next to last: it revokes the plugin's key."""
+    _tribal("keys", "revoke", setup.keys["main"]["key_id"], data_dir=setup.data_dir)
+    status, search = setup.gateway.invoke("memory_search", {"query": QUESTION})
+    assert status == 200, search
+    assert search["disabled"] is search["unavailable"] is True
+    assert "unknown or revoked API key" in search["error"] and "401" in search["error"]
+    assert "refused the API key" in search["warning"] and "apiKey" in search["action"]
+    # Through an agent turn: the model reads the server's reason in the tool's answer.
+    requests = _turn(setup, "revoked")
+    answer = _tool_results(requests[-1])["memory_search"]
+    assert "unknown or revoked API key" in answer["error"] and answer["action"]
 
 
 def test_server_down_answers_unavailable(setup: Setup) -> None:

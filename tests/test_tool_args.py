@@ -16,10 +16,13 @@ from tribal_memory.interfaces.api import create_app
 from tribal_memory.interfaces.mcp import TOOLS
 from tribal_memory.interfaces.tool_args import (
     MemoryCaptureIn,
+    MemoryDeleteIn,
     MemoryFeedbackIn,
     MemoryGetIn,
     MemoryGraphIn,
+    MemoryListIn,
     MemorySearchIn,
+    MemoryUpdateIn,
     ToolArgs,
     count,
     parse,
@@ -32,7 +35,16 @@ ARGS: dict[str, type[ToolArgs]] = {
     "memory_capture": MemoryCaptureIn,
     "memory_graph": MemoryGraphIn,
 }
-PLUGIN = Path(__file__).resolve().parents[1] / "integrations" / "openclaw" / "index.js"
+PLUGIN_TOOLS = (
+    Path(__file__).resolve().parents[1] / "integrations" / "openclaw" / "lib" / "tools.js"
+)
+PLUGIN_ARGS: dict[str, type[ToolArgs]] = {
+    **ARGS,
+    "memory_list": MemoryListIn,
+    "memory_update": MemoryUpdateIn,
+    "memory_delete": MemoryDeleteIn,
+}
+"""What the plugin forwards: the slot's tools and the ones that correct memory (HTTP only)."""
 
 
 def _wire_names(kind: type[ToolArgs]) -> set[str]:
@@ -98,14 +110,14 @@ def test_arguments_as_memory_core_sends_them() -> None:
 
 
 def test_the_openclaw_plugin_forwards_only_fields_the_structs_define() -> None:
-    source = PLUGIN.read_text(encoding="utf-8")
-    forwarded = {
-        name: set(re.findall(r'"(\w+)"', fields))
-        for name, fields in re.findall(r'forward\("(\w+)", \[([^\]]*)\]', source)
-    }
+    source = PLUGIN_TOOLS.read_text(encoding="utf-8")
+    calls = re.findall(r'call\("(\w+)", pick\(params, \[([^\]]*)\]\)', source)
+    # manage("memory_list", label, description, PARAMETERS, [fields]): the last array.
+    manages = re.findall(r'manage\(\s*"(\w+)",[^\[]*?\[([^\]]*)\],\s*\)', source)
+    forwarded = {name: set(re.findall(r'"(\w+)"', fields)) for name, fields in calls + manages}
     search = re.search(r"pick\(params, \[([^\]]*)\]\),\s*citations:", source)
     assert search is not None
     forwarded["memory_search"] = {*re.findall(r'"(\w+)"', search.group(1)), "citations"}
-    assert set(forwarded) >= {"memory_search", "memory_get", "memory_feedback", "memory_capture"}
+    assert set(forwarded) == set(PLUGIN_ARGS) - {"memory_graph"}
     for name, fields in forwarded.items():
-        assert fields <= _wire_names(ARGS[name]), name
+        assert fields <= _wire_names(PLUGIN_ARGS[name]), name

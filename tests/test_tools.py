@@ -22,6 +22,7 @@ from tribal_memory.documents import load_document, load_paths
 from tribal_memory.embeddings.base import Embedder, Vector
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
 from tribal_memory.interfaces.api import create_app
+from tribal_memory.interfaces.tool_manage import MANAGE_TOOL_NAMES
 from tribal_memory.interfaces.tools import SNIPPET_MAX_CHARS, TOOL_NAMES, document_lines
 from tribal_memory.service.memory_service import MemoryService
 
@@ -33,6 +34,7 @@ RESULT_KEYS = {
     "path",
     "startLine",
     "endLine",
+    "provenance",
     "score",
     "vectorScore",
     "textScore",
@@ -101,8 +103,17 @@ def _resolve(value: Any, last_search: dict[str, Any] | None) -> Any:
 
 def _check_search(answer: dict[str, Any], arguments: dict[str, Any]) -> None:
     """The memory_search contract: keys, types, ranges, order, citations."""
-    assert set(answer) == {"results", "provider", "model", "mode", "citations", "retrievalId"}
+    keys = {"results", "provider", "model", "mode", "citations", "retrievalId", "debug"}
+    if arguments.get("corpus") == "all":  # memory-core lists the corpora it searched
+        assert answer.pop("corpora") == [
+            {"corpus": "memory", "outcome": "ok"},
+            {"corpus": "wiki", "outcome": "not-registered"},
+        ]
+    assert set(answer) == keys
     assert answer["provider"] == "tribal-memory"
+    debug = answer["debug"]
+    assert debug["effectiveMode"] == answer["mode"] and debug["hits"] == len(answer["results"])
+    assert isinstance(debug["searchMs"], int) and debug["searchMs"] >= 0
     assert isinstance(answer["model"], str) and answer["model"]
     assert isinstance(answer["retrievalId"], str)
     assert answer["mode"] in ("hybrid", "vector-only") and answer["citations"] == "auto"
@@ -119,6 +130,9 @@ def _check_search(answer: dict[str, Any], arguments: dict[str, Any]) -> None:
         assert isinstance(result["score"], float) and min_score <= result["score"] <= 1.0
         assert 0.0 <= result["vectorScore"] <= 1.0 and 0.0 <= result["textScore"] <= 1.0
         assert result["source"] == "memory" and result["corpus"] == "memory"
+        provenance = result["provenance"]
+        assert provenance["originClass"] == "agent" and provenance["sessionKind"] == "unknown"
+        assert isinstance(provenance["observedAt"], int) and provenance["observedAt"] > 1.7e12
         path, start, end = result["path"], result["startLine"], result["endLine"]
         assert result["citation"] == (
             f"{path}#L{start}" if start == end else f"{path}#L{start}-L{end}"
@@ -219,6 +233,23 @@ def test_memory_get_normalises_paths_and_refuses_escapes(client: TestClient[Lite
     assert escaped["code"] == "MEMORY_PATH_NOT_ALLOWED" and escaped["error"]
     wiki = _call(client, "memory_get", {"path": "memory/2026-03-02.md", "corpus": "wiki"})
     assert wiki == {"status": "not_found", "text": "", "path": "memory/2026-03-02.md"}
+
+
+def test_a_line_over_the_read_limit_says_how_to_read_it(client: TestClient[Litestar]) -> None:
+    long_line = " ".join(f"word{n}" for n in range(2_000))  # 16,889 characters, one line
+    document = {"path": "memory/long.md", "owner": AGENT, "text": f"# Long\n\n{long_line}\nend\n"}
+    assert client.post("/v1/documents", json=document).status_code == 201
+    read = _call(client, "memory_get", {"path": "memory/long.md", "from": 3})
+    assert read["truncated"] is True and "nextFrom" not in read
+    # memory-core's notice: the workspace file holds the whole line.
+    assert read["text"].endswith(
+        "[More content available. Requested excerpt exceeded the default maxChars budget. "
+        "If you need the full raw line, use read on the source file.]"
+    )
+    fact = client.post("/v1/memories", json={"content": long_line, "owner": AGENT}).json()
+    path = f"memory/{fact['memory']['memory_id']}.md"
+    cut = _call(client, "memory_get", {"path": path})
+    assert cut["text"].startswith(long_line[:11_000]) and "only its start is shown" in cut["text"]
 
 
 def test_memory_get_window_and_continuation(client: TestClient[Litestar]) -> None:
@@ -472,7 +503,8 @@ def test_search_unavailable_answers_disabled_not_an_error(tmp_path: Path) -> Non
         response = down.post("/v1/tools/memory_search", json={"query": "a fact", "maxResults": 6.0})
         assert response.status_code == 200
         answer = response.json()
-        assert answer.pop("warning") and answer.pop("action")
+        debug = answer.pop("debug")  # memory-core repeats why in debug
+        assert answer.pop("warning") == debug["warning"] and answer.pop("action") == debug["action"]
         assert answer == {
             "results": [],
             "disabled": True,
@@ -499,9 +531,53 @@ def test_openclaw_manifest_declares_a_memory_plugin() -> None:
     package = json.loads((root / "package.json").read_text(encoding="utf-8"))
     assert package["type"] == "module" and package["openclaw"]["extensions"] == ["./index.js"]
     assert package["openclaw"]["compat"]["pluginApi"].startswith(">=")
-    source = (root / "index.js").read_text(encoding="utf-8")
-    registered = set(re.findall(r'^\s+name: "(memory_[a-z]+)",$', source, re.M))
-    assert registered == set(manifest["contracts"]["tools"]) == set(TOOL_NAMES)
+    modules = [root / "index.js", *sorted((root / "lib").glob("*.js"))]
+    source = "\n".join(path.read_text(encoding="utf-8") for path in modules)
+    registered = set(re.findall(r'^\s+(?:name: )?"(memory_[a-z]+)",$', source, re.M))
+    offered = set(TOOL_NAMES) | set(MANAGE_TOOL_NAMES)
+    assert registered == set(manifest["contracts"]["tools"]) == offered
+
+
+def test_an_agent_lists_corrects_and_forgets_its_own_memories(
+    client: TestClient[Litestar],
+) -> None:
+    stored = _call(
+        client, "memory_capture", {"content": "The standup moved to 9:45.", "tags": ["x"]}
+    )
+    shared = client.post(
+        "/v1/memories", json={"content": "The office opens at eight.", "owner": "shared"}
+    ).json()["memory"]
+    listed = _call(client, "memory_list", {"tag": "x"})
+    assert [m["path"] for m in listed["memories"]] == [stored["path"]]
+    assert listed["memories"][0]["text"] == "The standup moved to 9:45."
+    assert listed["nextAfter"] is None
+    # A correction replaces the text (at the path of the new text: the old one is gone)
+    # and is what search finds.
+    fixed = _call(
+        client, "memory_update", {"path": stored["path"], "content": "The standup moved to 10:15."}
+    )
+    assert fixed["status"] == "updated" and fixed["path"] == f"memory/{fixed['memoryId']}.md"
+    assert fixed["memoryId"] != stored["memoryId"]
+    assert _call(client, "memory_get", {"path": stored["path"]})["status"] == "not_found"
+    assert "10:15" in _call(client, "memory_get", {"path": fixed["path"]})["text"]
+    found = _call(client, "memory_search", {"query": "when is the standup", "minScore": 0.0})
+    assert all("9:45" not in r["snippet"] for r in found["results"])
+    # Shared knowledge and other agents' memories are not the agent's to change.
+    shared_path = f"memory/{shared['memory_id']}.md"
+    assert _call(client, "memory_delete", {"path": shared_path})["status"] == "not_found"
+    assert _call(client, "memory_get", {"path": shared_path})["status"] == "ok"
+    other = _call(client, "memory_delete", {"path": fixed["path"]}, agent="someone-else")
+    assert other["status"] == "not_found"
+    gone = _call(client, "memory_delete", {"path": fixed["path"]})
+    assert gone == {"status": "deleted", "path": fixed["path"], "memoryId": fixed["memoryId"]}
+    assert _call(client, "memory_get", {"path": fixed["path"]})["status"] == "not_found"
+    # Documents change through their files; no agent, no changes.
+    refused = client.post(
+        "/v1/tools/memory_delete", json={"path": "MEMORY.md"}, headers={"X-Agent-Id": AGENT}
+    )
+    assert refused.status_code == 400 and "ingesting it again" in refused.json()["detail"]
+    anonymous = client.post("/v1/tools/memory_list", json={})
+    assert anonymous.status_code == 400 and "X-Agent-Id" in anonymous.json()["detail"]
 
 
 def test_feedback_credits_the_sections_this_retrieval_showed(client: TestClient[Litestar]) -> None:

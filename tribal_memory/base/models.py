@@ -226,6 +226,25 @@ class OwnerCleared:
 
 
 @dataclass(frozen=True, slots=True)
+class OwnerStats:
+    """What one owner can see: its memories, the shared ones, its documents.
+
+    ``owner`` None means every owner (then ``memories`` counts all of them and
+    ``shared`` the shared ones among them). ``documents``: ingested documents
+    the owner sees (its own and shared ones). ``fts_indexed``: whether keyword
+    search is available yet.
+    """
+
+    owner: str | None
+    memories: int
+    shared: int
+    documents: int
+    embedding_model: str
+    embedding_dim: int
+    fts_indexed: bool
+
+
+@dataclass(frozen=True, slots=True)
 class StoreStats:
     """Counts and configuration of one instance.
 

@@ -247,3 +247,25 @@ def _plain(schema: dict[str, Any]) -> dict[str, Any]:
     ):
         schema = {"type": "string", **schema}
     return schema
+
+
+class MemoryListIn(ToolArgs):
+    """The arguments of ``memory_list``: a page of the caller's own memories."""
+
+    tag: Annotated[str, _text("Only memories with this tag (e.g. conversation).")] | None = None
+    limit: Annotated[Count, _text("Most memories on the page (default 20).")] | None = None
+    after: Annotated[str, _text("The nextAfter of the previous page.")] | None = None
+
+
+class MemoryUpdateIn(ToolArgs):
+    """The arguments of ``memory_update``: new text or tags for one of the caller's memories."""
+
+    path: Annotated[str, _text("The memory's path (memory/<id>.md) from memory_search or list.")]
+    content: Annotated[str, _text("The corrected text (replaces the old one).")] | None = None
+    tags: Annotated[list[str], _text("New tags (replace the old ones).")] | None = None
+
+
+class MemoryDeleteIn(ToolArgs):
+    """The arguments of ``memory_delete``: one of the caller's memories to forget."""
+
+    path: Annotated[str, _text("The memory's path (memory/<id>.md) from memory_search or list.")]

@@ -70,11 +70,18 @@ def memory_get(service: MemoryService, args: MemoryGetIn, *, owner: str | None) 
         }
     if not lines:
         return not_found
-    return read_window(lines, path, first, lines_wanted)
+    # A document's file is in the workspace: the agent can read a cut line whole there.
+    return read_window(lines, path, first, lines_wanted, file_on_disk=not _MEMORY_PATH.match(path))
 
 
 def read_window(
-    lines: Sequence[str], path: str, first: int, count: int, max_chars: int = READ_MAX_CHARS
+    lines: Sequence[str],
+    path: str,
+    first: int,
+    count: int,
+    max_chars: int = READ_MAX_CHARS,
+    *,
+    file_on_disk: bool = False,
 ) -> dict[str, Any]:
     """``count`` lines from line ``first`` (1-based) of ``lines``, within ``max_chars``.
 
@@ -82,7 +89,10 @@ def read_window(
     ``max_chars`` if it alone is longer). When lines remain past the window,
     the answer has ``truncated: true``, ``nextFrom`` (the line to read next;
     absent when a single line had to be cut) and a continuation notice
-    appended to a non-empty ``text``.
+    appended to a non-empty ``text``: memory-core's words, ``Use from=N to
+    continue``, or for a cut line that it exceeded the budget, and, when
+    ``file_on_disk`` (an ingested workspace file), that ``read`` on the
+    source file gives the whole line; else that only the line's start is shown.
 
     Returns:
         ``{status: "ok", text, path, from, lines, truncated?, nextFrom?}``;
@@ -104,7 +114,12 @@ def read_window(
         notice = (
             f"[More content available. Use from={next_from} to continue.]"
             if next_from is not None
-            else "[More content available. This line is longer than the read limit.]"
+            else "[More content available. Requested excerpt exceeded the default maxChars budget."
+            + (
+                " If you need the full raw line, use read on the source file.]"
+                if file_on_disk
+                else f" The line is longer than {max_chars} characters; only its start is shown.]"
+            )
         )
         text = f"{text}\n\n{notice}"
     answer: dict[str, Any] = {"status": "ok", "text": text, "path": path, "from": first}

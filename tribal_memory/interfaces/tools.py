@@ -13,10 +13,13 @@ memory-core tools (2026.9.6) field for field where the agent reads them;
 
 ``memory_search {query, maxResults=6, minScore=0.35, corpus?, citations?}`` →
 ``{results: [{path, startLine, endLine, score, vectorScore, textScore,
-snippet, source: "memory", corpus: "memory", citation?}], provider, model,
-mode, citations, retrievalId}``. ``score`` is the hit's fused hybrid score in
-[0, 1], higher is better; ``vectorScore`` and ``textScore`` its two parts on
-[0, 1] (0 when that part did not find it). Hits under ``minScore`` are
+snippet, source: "memory", provenance, corpus: "memory", citation?}],
+provider, model, mode, citations, retrievalId, corpora?, debug}``
+(``provenance`` and ``debug``: :func:`provenance`, and ``{backend,
+effectiveMode, searchMs, hits, cached}``; ``corpora`` for ``corpus: "all"``).
+``score`` is the hit's fused hybrid score in [0, 1], higher is better;
+``vectorScore`` and ``textScore`` its two parts on [0, 1] (0 when that part
+did not find it). Hits under ``minScore`` are
 dropped; a ``minScore`` outside [0, 1] is clamped to it; ``maxResults`` above
 the ``max_k`` setting is capped to it. ``snippet`` is the memory's text cut
 to :data:`SNIPPET_MAX_CHARS`. ``citations`` (``auto``, ``on`` or ``off``;
@@ -66,6 +69,7 @@ from this module too.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -130,6 +134,7 @@ __all__ = [
     "memory_path",
     "memory_search",
     "normalize_path",
+    "provenance",
     "read_window",
     "split_citation",
     "unavailable_answer",
@@ -182,6 +187,7 @@ def memory_search(
         }
     k = min(max_results, service.settings.max_k)
     session_id = args.sessionId
+    started = time.perf_counter()
     try:
         result = service.recall_with_feedback(
             query,
@@ -194,13 +200,26 @@ def memory_search(
         )
     except (StoreUnavailable, EmbeddingError) as exc:
         return unavailable_answer(exc.detail)
-    answer = {
+    effective = "vector-only" if result.fallback is not None else "hybrid"
+    answer: dict[str, Any] = {
         "results": [_search_result(hit, cite=mode != "off") for hit in result.hits],
         "provider": PROVIDER,
         "model": service.embedder.model_id,
-        "mode": "vector-only" if result.fallback is not None else "hybrid",
+        "mode": effective,
         "citations": mode,
         "retrievalId": result.retrieval_id,
+    }
+    if corpus == "all":  # memory-core lists each corpus it was asked to search
+        answer["corpora"] = [
+            {"corpus": "memory", "outcome": "ok"},
+            {"corpus": "wiki", "outcome": "not-registered"},
+        ]
+    answer["debug"] = {
+        "backend": PROVIDER,
+        "effectiveMode": effective,
+        "searchMs": round((time.perf_counter() - started) * 1000),
+        "hits": len(result.hits),
+        "cached": result.cached,
     }
     if args.mode is not None:  # memory-core's answer unchanged unless a mode was asked for
         answer |= {"searchMode": result.mode, "modeReason": result.mode_reason}
@@ -221,12 +240,32 @@ def _search_result(hit: Hit, *, cite: bool) -> dict[str, Any]:
         "textScore": _unit(hit.text_score or 0.0),
         "snippet": snippet,
         "source": "memory",
+        "provenance": provenance(hit.memory),
         "corpus": "memory",
     }
     if cite:
         result["citation"] = citation(path, start, end)
         result["snippet"] = f"{snippet.rstrip()}\n\nSource: {result['citation']}"
     return result
+
+
+def provenance(memory: Memory) -> dict[str, Any]:
+    """memory-core's ``provenance`` of a result: who wrote it, in what session, when.
+
+    Returns:
+        ``{originClass, sessionKind, observedAt}``: ``originClass`` is ``agent``
+        (workspace files and captured facts) or the ``originClass`` a capture
+        stored in the memory's metadata (conversation turns: ``user`` or
+        ``agent``); ``sessionKind`` the stored ``sessionKind`` or ``unknown``;
+        ``observedAt`` the memory's last update, in milliseconds since the epoch.
+    """
+    origin = memory.metadata.get("originClass")
+    kind = memory.metadata.get("sessionKind")
+    return {
+        "originClass": origin if isinstance(origin, str) and origin else "agent",
+        "sessionKind": kind if isinstance(kind, str) and kind else "unknown",
+        "observedAt": int(memory.updated_at.timestamp() * 1000),
+    }
 
 
 def _unit(value: float) -> float:
@@ -244,7 +283,8 @@ def unavailable_answer(
     """memory-core's answer when memory cannot be searched: no results, and why.
 
     Returns:
-        ``{results: [], disabled: true, unavailable: true, error, warning, action}``.
+        ``{results: [], disabled: true, unavailable: true, error, warning, action,
+        debug: {warning, action, error}}``.
     """
     return {
         "results": [],
@@ -253,6 +293,7 @@ def unavailable_answer(
         "error": error,
         "warning": warning,
         "action": action,
+        "debug": {"warning": warning, "action": action, "error": error},
     }
 
 

@@ -27,6 +27,7 @@ from tribal_memory.base.models import (
     MemoryPage,
     MemoryPatch,
     OwnerCleared,
+    OwnerStats,
     SearchFilters,
     StoreStats,
 )
@@ -409,6 +410,32 @@ class MemoryService(RetrievalOperations, GraphOperations):
             ann_indexed=indexes["ann"],
             table_version=self.store.version,
             **self.store.health(),
+        )
+
+    def owner_stats(self, owner: str | None) -> OwnerStats:
+        """What ``owner`` sees: its memory count, the shared count, its documents.
+
+        Args:
+            owner: The owner counted; None counts every owner's memories.
+
+        Raises:
+            StoreUnavailable: the store cannot be read.
+        """
+        counts = self.store.group_counts("owner")
+        shared = counts.get(SHARED_OWNER, 0)
+        if owner is None:
+            memories = sum(counts.values())
+        else:
+            memories = counts.get(owner, 0)
+            shared = 0 if owner == SHARED_OWNER else shared
+        return OwnerStats(
+            owner=owner,
+            memories=memories,
+            shared=shared,
+            documents=len(self.documents(owner=owner)),
+            embedding_model=self.embedder.model_id,
+            embedding_dim=self.embedder.dim,
+            fts_indexed=self.store.index_state()["fts"],
         )
 
     def table_health(self) -> dict[str, int]:

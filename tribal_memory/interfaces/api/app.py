@@ -38,7 +38,7 @@ from tribal_memory.interfaces.api.memories import MemoriesController
 from tribal_memory.interfaces.api.owners import OwnersController
 from tribal_memory.interfaces.api.relations import RelationsController
 from tribal_memory.interfaces.api.retrieval import RetrievalController
-from tribal_memory.interfaces.api.stats import retrieval_stats, stats
+from tribal_memory.interfaces.api.stats import owner_stats, retrieval_stats, stats
 from tribal_memory.interfaces.api.tools import ToolsController
 from tribal_memory.interfaces.api.transfer import export, import_
 from tribal_memory.service.memory_service import MemoryService
@@ -120,6 +120,7 @@ def create_app(settings: Settings, *, embedder: Embedder | None = None) -> Lites
             ToolsController,
             context,
             stats,
+            owner_stats,
             retrieval_stats,
             export,
             import_,

@@ -1,10 +1,15 @@
-"""Statistics: ``GET /v1/stats`` (the store) and ``GET /v1/stats/retrieval`` (the learned layer)."""
+"""Statistics: ``GET /v1/stats``, ``/v1/stats/owner`` and ``/v1/stats/retrieval``.
+
+The store's counts (admin only), one owner's view (any key, for its own
+owner), and what the learned layer did.
+"""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Annotated, Literal
 
+import msgspec
 from litestar import get
 from litestar.params import QueryParameter
 
@@ -13,7 +18,7 @@ from tribal_memory.interfaces.api.auth import CallerDep
 from tribal_memory.interfaces.api.convert import retrieval_stats_out, stats_out
 from tribal_memory.interfaces.api.deps import Service
 from tribal_memory.interfaces.api.errors import error_responses
-from tribal_memory.interfaces.api.stats_schemas import RetrievalStatsOut, StatsOut
+from tribal_memory.interfaces.api.stats_schemas import OwnerStatsOut, RetrievalStatsOut, StatsOut
 
 
 @get("/v1/stats", sync_to_thread=True, tags=["stats"], responses=error_responses(403, 503))
@@ -28,6 +33,31 @@ def stats(service: Service, caller: CallerDep) -> StatsOut:
     """
     caller.require_admin("store statistics")
     return stats_out(service.stats())
+
+
+@get("/v1/stats/owner", sync_to_thread=True, tags=["stats"], responses=error_responses(403, 503))
+def owner_stats(
+    service: Service,
+    caller: CallerDep,
+    owner: Annotated[
+        str | None,
+        QueryParameter(
+            description="The owner counted (default: the key's owner; every owner with "
+            "authentication off or an admin key)."
+        ),
+    ] = None,
+) -> OwnerStatsOut:
+    """One owner's view: its memories, the shared ones, its documents, model and index state.
+
+    Unlike ``/v1/stats`` any key may ask, for its own owner (or ``shared``):
+    agent plugins report memory status with it.
+
+    Raises:
+        Forbidden: 403, a non-admin key named another owner.
+        StoreUnavailable: 503, the store cannot be read.
+    """
+    scoped = caller.scope(owner)
+    return msgspec.convert(service.owner_stats(scoped), OwnerStatsOut, from_attributes=True)
 
 
 @get(

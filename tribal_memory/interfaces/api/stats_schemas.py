@@ -30,6 +30,24 @@ class StatsOut(msgspec.Struct):
     versions: int
 
 
+class OwnerStatsOut(msgspec.Struct):
+    """What one owner sees (any key may ask for its own owner).
+
+    ``owner``: the owner counted (null: every owner, open servers and admin
+    keys only). ``memories``: its memories; ``shared``: the shared memories
+    it also sees (0 for ``shared`` itself); ``documents``: ingested documents
+    it sees (its own and shared); ``fts_indexed``: keyword search available.
+    """
+
+    owner: str | None
+    memories: int
+    shared: int
+    documents: int
+    embedding_model: str
+    embedding_dim: int
+    fts_indexed: bool
+
+
 class UsageOut(msgspec.Struct):
     """Counts and rates over a set of retrievals; rates in [0, 1] (0.0 over no retrievals).
 

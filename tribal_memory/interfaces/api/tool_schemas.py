@@ -39,8 +39,40 @@ class MemorySearchResultOut(msgspec.Struct, omit_defaults=True):
     textScore: Score
     snippet: str
     source: Literal["memory"]
+    provenance: ProvenanceOut
     corpus: Literal["memory"]
     citation: str | None = None
+
+
+class ProvenanceOut(msgspec.Struct):
+    """Where a result came from (memory-core's shape).
+
+    ``originClass``: ``agent`` (files, captured facts) or ``user`` (a captured
+    user turn); ``sessionKind``: the capturing session's kind or ``unknown``;
+    ``observedAt``: last update, milliseconds since the epoch.
+    """
+
+    originClass: str
+    sessionKind: str
+    observedAt: int
+
+
+class SearchDebugOut(msgspec.Struct, omit_defaults=True):
+    """How a search ran.
+
+    ``effectiveMode`` (``hybrid``/``vector-only``), ``searchMs`` (server time,
+    milliseconds), ``hits`` returned, ``cached`` (the query cache
+    answered). On an unavailable answer only ``warning``, ``action``, ``error``.
+    """
+
+    backend: str | None = None
+    effectiveMode: str | None = None
+    searchMs: int | None = None
+    hits: int | None = None
+    cached: bool | None = None
+    warning: str | None = None
+    action: str | None = None
+    error: str | None = None
 
 
 class CorpusOutcomeOut(msgspec.Struct):
@@ -59,8 +91,9 @@ class MemorySearchOut(msgspec.Struct, omit_defaults=True):
     ``provider``: ``tribal-memory``. ``model``: the embedding model id.
     ``mode``: ``hybrid``, or ``vector-only`` when BM25 could not run yet.
     ``citations``: the citation mode applied. ``retrievalId``: pass it to
-    ``memory_feedback``. ``corpora`` and ``warning``: a requested corpus this
-    server does not hold. ``searchMode``: the search mode that ran (``hybrid``,
+    ``memory_feedback``. ``corpora``: each corpus searched for ``corpus: "all"``
+    (or the one not held). ``warning``: a requested corpus this server does not
+    hold. ``debug``: how the search ran. ``searchMode``: the search mode that ran (``hybrid``,
     ``title``, ``summary``...); ``modeReason``: why, when ``mode`` was
     ``automatic`` or a title search fell back.
     """
@@ -79,6 +112,7 @@ class MemorySearchOut(msgspec.Struct, omit_defaults=True):
     error: str | None = None
     warning: str | None = None
     action: str | None = None
+    debug: SearchDebugOut | None = None
 
 
 # -- memory_get -------------------------------------------------------------------------
@@ -223,3 +257,40 @@ class MemoryGraphOut(msgspec.Struct):
 
     operation: str
     memories: list[GraphMemoryOut]
+
+
+# -- memory_list, memory_update, memory_delete -----------------------------------------
+
+
+class MemoryListItemOut(msgspec.Struct):
+    """One of the caller's memories.
+
+    ``path`` (``memory/<id>.md``), ``memoryId``, the start of its ``text`` (300
+    characters), ``tags``, ``createdAt``/``updatedAt`` (RFC 3339).
+    """
+
+    path: str
+    memoryId: str
+    text: str
+    tags: list[str]
+    createdAt: str
+    updatedAt: str
+
+
+class MemoryListOut(msgspec.Struct):
+    """A page of the caller's memories; ``nextAfter``: pass as ``after`` (null: last page)."""
+
+    memories: list[MemoryListItemOut]
+    nextAfter: str | None
+
+
+class MemoryChangeOut(msgspec.Struct, omit_defaults=True):
+    """What ``memory_update`` or ``memory_delete`` did.
+
+    ``status``: ``updated``, ``deleted`` or ``not_found`` (no memory of the caller at
+    ``path``). ``memoryId``: the memory's id (it stays when the text changes).
+    """
+
+    status: Literal["updated", "deleted", "not_found"]
+    path: str
+    memoryId: str | None = None

@@ -18,24 +18,29 @@ from litestar.di import NamedDependency, Provide
 from litestar.params import HeaderParameter, JSONBody, QueryParameter
 from litestar.status_codes import HTTP_200_OK
 
-from tribal_memory.interfaces import tools
+from tribal_memory.interfaces import tool_manage, tools
 from tribal_memory.interfaces.api.auth import CallerDep
 from tribal_memory.interfaces.api.deps import Service
 from tribal_memory.interfaces.api.errors import error_responses
 from tribal_memory.interfaces.api.tool_schemas import (
     MemoryCaptureOut,
+    MemoryChangeOut,
     MemoryFeedbackOut,
     MemoryGetOut,
     MemoryGraphOut,
+    MemoryListOut,
     MemorySearchOut,
 )
 from tribal_memory.interfaces.graph_tool import memory_graph
 from tribal_memory.interfaces.tool_args import (
     MemoryCaptureIn,
+    MemoryDeleteIn,
     MemoryFeedbackIn,
     MemoryGetIn,
     MemoryGraphIn,
+    MemoryListIn,
     MemorySearchIn,
+    MemoryUpdateIn,
 )
 
 AgentHeader = Annotated[
@@ -213,3 +218,55 @@ class ToolsController(Controller):
         """
         answer = memory_graph(service, data, owner=agent)
         return msgspec.convert(answer, MemoryGraphOut)
+
+    @post(
+        "/memory_list",
+        sync_to_thread=True,
+        status_code=HTTP_200_OK,
+        responses=error_responses(400, 403, 413),
+    )
+    def memory_list(
+        self, data: JSONBody[MemoryListIn], service: Service, agent: Agent
+    ) -> MemoryListOut:
+        """A page of the agent's own facts and conversation turns, by id.
+
+        Raises:
+            InvalidInput: 400, no agent named, a bad ``limit`` or ``after``.
+            TooLarge: 413, ``limit`` over ``max_k``.
+        """
+        return msgspec.convert(tool_manage.memory_list(service, data, owner=agent), MemoryListOut)
+
+    @post(
+        "/memory_update",
+        sync_to_thread=True,
+        status_code=HTTP_200_OK,
+        responses=error_responses(400, 403, 413),
+    )
+    def memory_update(
+        self, data: JSONBody[MemoryUpdateIn], service: Service, agent: Agent
+    ) -> MemoryChangeOut:
+        """Replace the text and/or tags of one of the agent's own memories, by path.
+
+        Raises:
+            InvalidInput: 400, no agent, a document path, nothing to change.
+            TooLarge: 413, content over ``max_content_chars``.
+        """
+        answer = tool_manage.memory_update(service, data, owner=agent)
+        return msgspec.convert(answer, MemoryChangeOut)
+
+    @post(
+        "/memory_delete",
+        sync_to_thread=True,
+        status_code=HTTP_200_OK,
+        responses=error_responses(400, 403),
+    )
+    def memory_delete(
+        self, data: JSONBody[MemoryDeleteIn], service: Service, agent: Agent
+    ) -> MemoryChangeOut:
+        """Delete one of the agent's own memories by path (and what was learned about it).
+
+        Raises:
+            InvalidInput: 400, no agent, or a document path.
+        """
+        answer = tool_manage.memory_delete(service, data, owner=agent)
+        return msgspec.convert(answer, MemoryChangeOut)

@@ -23,7 +23,8 @@ command returns), :mod:`.options` (options several commands share),
 anchors, variants), :mod:`.keys` (API keys), :mod:`.maintenance` (``check``,
 ``backup``, ``restore``),
 :mod:`.transfer` (``export`` and ``import``), :mod:`.agent` (``mcp`` and
-``context``) and :mod:`.bench` (the ``bench`` sub-commands).
+``context``), :mod:`.openclaw` (``openclaw setup``) and :mod:`.bench` (the
+``bench`` sub-commands).
 """
 
 # Importing the command modules registers their commands on ``app``.
@@ -36,6 +37,7 @@ from tribal_memory.interfaces.cli import (  # noqa: F401
     keys,
     learned,
     maintenance,
+    openclaw,
     transfer,
 )
 from tribal_memory.interfaces.cli.root import app, main
