@@ -12,6 +12,7 @@ and imported with the owner's other learned rows.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -22,6 +23,7 @@ from sqlalchemy import delete, func, select
 
 from tribal_memory.base.db import Database
 from tribal_memory.base.models import SearchFilters
+from tribal_memory.base.sql import upsert
 from tribal_memory.base.tables import QueryAdapterRow, RetrievalEventRow, utcnow
 from tribal_memory.embeddings.base import Embedder, Vector
 from tribal_memory.learned.adapter import AdapterFit, Examples, Matrix, apply, fit
@@ -31,6 +33,16 @@ from tribal_memory.store.base import MemoryStore
 
 MAX_EVENTS = 2_000
 """Most recent feedback events an adapter is fitted on."""
+
+
+logger = logging.getLogger(__name__)
+
+
+def _log_failure(owner: str, done: Future[bool]) -> None:
+    """Log a background fit that raised (the search goes on with the previous map)."""
+    error = done.exception()
+    if error is not None:
+        logger.error("fitting the query adapter of %r failed: %s", owner, error, exc_info=error)
 
 
 def generation_name(owner: str) -> str:
@@ -126,7 +138,9 @@ class QueryAdapters:
                 return
             if self._executor is None:
                 self._executor = ThreadPoolExecutor(1, thread_name_prefix="tribal-adapter")
-            self._pending[owner] = self._executor.submit(self.train, owner)
+            future = self._executor.submit(self.train, owner)
+            future.add_done_callback(lambda done: _log_failure(owner, done))
+            self._pending[owner] = future
 
     def _due(self, owner: str) -> bool:
         with self._db.reading() as connection:
@@ -175,14 +189,16 @@ class QueryAdapters:
         if examples is None:
             return False
         matrix = fit(examples, self._fit)
-        with self._db.session() as session:
-            row = session.get(QueryAdapterRow, owner) or QueryAdapterRow(owner=owner)
-            row.dim = int(matrix.shape[0])
-            row.weights = matrix.astype("<f4").tobytes()
-            row.questions = len(questions)
-            row.events = total
-            row.trained_at = utcnow()
-            session.add(row)
+        values = {
+            "owner": owner,
+            "dim": int(matrix.shape[0]),
+            "weights": matrix.astype("<f4").tobytes(),
+            "questions": len(questions),
+            "events": total,
+            "trained_at": utcnow(),
+        }
+        with self._db.session() as session:  # one statement: processes fitting at once both win
+            upsert(session, QueryAdapterRow, values, update=[k for k in values if k != "owner"])
         return True
 
     def _events(self, owner: str) -> tuple[list[_Event], int]:
