@@ -104,6 +104,10 @@ def test_an_owner_gets_an_adapter_once_enough_questions_had_feedback(
     _feed(service, "alice", 4)
     service.learner.adapters.wait()
     assert _adapter_owners(service) == ["alice"]  # only from alice's own feedback
+    # A refit replaces the map and moves its change counter (every process re-reads it).
+    before = service.learner.generations("alice")[3]
+    assert service.learner.adapters.train("alice")
+    assert service.learner.generations("alice")[3] > before
     # The map serves alice's searches only, and plain search stays plain.
     question = "what database is billing on?"
     adapted = service.search(

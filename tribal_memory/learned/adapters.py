@@ -23,7 +23,6 @@ from sqlalchemy import delete, func, select
 
 from tribal_memory.base.db import Database
 from tribal_memory.base.models import SearchFilters
-from tribal_memory.base.sql import upsert
 from tribal_memory.base.tables import QueryAdapterRow, RetrievalEventRow, utcnow
 from tribal_memory.embeddings.base import Embedder, Vector
 from tribal_memory.learned.adapter import AdapterFit, Examples, Matrix, apply, fit
@@ -197,8 +196,15 @@ class QueryAdapters:
             "events": total,
             "trained_at": utcnow(),
         }
-        with self._db.session() as session:  # one statement: processes fitting at once both win
-            upsert(session, QueryAdapterRow, values, update=[k for k in values if k != "owner"])
+        # Not an INSERT ... ON CONFLICT: SQLite applies its conflict handling to the
+        # change-counter trigger's own insert, which then fails. Two processes fitting
+        # the same owner's first adapter at once: one fails, is logged, and the next
+        # feedback fits again.
+        with self._db.session() as session:
+            row = session.get(QueryAdapterRow, owner) or QueryAdapterRow(owner=owner)
+            for name, value in values.items():
+                setattr(row, name, value)
+            session.add(row)
         return True
 
     def _events(self, owner: str) -> tuple[list[_Event], int]:
