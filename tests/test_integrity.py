@@ -581,3 +581,23 @@ def test_check_repair_moves_a_misfiled_memory_to_its_own_id(client: TestClient[L
     assert [n["memory"]["memory_id"] for n in neighbours] == [monday]
     again = client.post("/v1/memories", json={"content": "Deploy freeze starts Friday"})
     assert again.status_code == 201
+
+
+def test_a_web_app_on_an_allowed_origin_can_send_if_match(
+    tmp_path: Path, embedder: FastEmbedEmbedder
+) -> None:
+    settings = Settings(data_dir=tmp_path / "data", cors_origins=("https://app.example",))
+    origin = {"origin": "https://app.example"}
+    with TestClient(base_url=LOCAL_URL, app=create_app(settings, embedder=embedder)) as client:
+        preflight = client.options(
+            "/v1/memories/x",
+            headers={
+                **origin,
+                "access-control-request-method": "PATCH",
+                "access-control-request-headers": "content-type, if-match",
+            },
+        )
+        assert preflight.status_code in (200, 204)
+        assert "if-match" in preflight.headers["access-control-allow-headers"].lower()
+        created = client.post("/v1/memories", json={"content": "c"}, headers=origin)
+        assert "etag" in created.headers["access-control-expose-headers"].lower()

@@ -72,7 +72,8 @@ def _cors_config(origins: tuple[str, ...]) -> CORSConfig | None:
     return CORSConfig(
         allow_origins=list(origins),
         allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
-        allow_headers=["authorization", "content-type", "x-agent-id"],
+        allow_headers=["authorization", "content-type", "x-agent-id", "if-match"],
+        expose_headers=["etag"],  # a web app reads a memory's version for If-Match
     )
 
 
