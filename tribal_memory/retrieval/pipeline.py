@@ -367,7 +367,9 @@ class Retriever:
         self, q: SearchState, candidates: list[Candidate], signals: sig.SignalMap
     ) -> list[Hit]:
         """Stage 8: gains added, memories from outside the pool scored, the top ``k``."""
-        vector = q.search_vector
+        # The adapted vector when the vector search ran; else (BM25-only mode with anchors)
+        # the query's own, as before the adapter.
+        vector = q.search_vector if q.search_vector is not None else q.vector
         score_ids = (
             (lambda ids: self._store.score_ids(vector, ids, q.filters))
             if vector is not None
