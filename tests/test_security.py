@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import base64
 import json
-import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ import pytest
 from litestar import Litestar
 from litestar.testing import TestClient
 from local import LOCAL_URL
+from pdfs import pdf_body, pdf_of
 
 from tribal_memory.base.config import Settings
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
@@ -161,32 +161,7 @@ def bomb_pdf(lines: int, width: int = 100) -> bytes:
     10 KB of file for 2 M characters of text at ``lines=20_000``.
     """
     row = b"BT /F1 12 Tf 72 720 Td (" + b"A" * width + b") Tj ET\n"
-    stream = zlib.compress(row * lines, 9)
-    objects = [
-        b"<< /Type /Catalog /Pages 2 0 R >>",
-        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
-        b"/Resources << /Font << /F1 5 0 R >> >> >>",
-        b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(stream) + stream + b"\nendstream",
-        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
-    ]
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = []
-    for number, body in enumerate(objects, start=1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
-        len(objects) + 1,
-        xref,
-    )
-    return bytes(out)
-
-
-def _pdf_body(data: bytes) -> dict[str, str]:
-    return {"path": "bomb.pdf", "content_base64": base64.b64encode(data).decode("ascii")}
+    return pdf_of(row * lines)
 
 
 def _limited_client(
@@ -219,21 +194,21 @@ def test_a_compressed_pdf_bomb_is_413_and_stores_nothing(
     client = limited_patient
     data = bomb_pdf(1_000)  # 1 KB of file, 100,000 characters of text
     assert len(data) < 2_000
-    body = _assert_error(client.post("/v1/documents", json=_pdf_body(data)), 413, "too_large")
+    body = _assert_error(client.post("/v1/documents", json=pdf_body(data)), 413, "too_large")
     assert "50000 characters" in body["detail"]
     assert _memories(client) == 0
     assert client.get("/v1/documents").json()["documents"] == []
     # A PDF within the limits still goes in (the worker survived).
-    assert client.post("/v1/documents", json=_pdf_body(bomb_pdf(20))).status_code == 201
+    assert client.post("/v1/documents", json=pdf_body(bomb_pdf(20))).status_code == 201
 
 
 def test_a_slow_pdf_is_stopped_after_the_time_bound(limited: TestClient[Litestar]) -> None:
-    limited.post("/v1/documents", json=_pdf_body(bomb_pdf(1)))  # starts the worker
+    limited.post("/v1/documents", json=pdf_body(bomb_pdf(1)))  # starts the worker
     # 4 MB of operators (under the per-page cap): about 2 s of parsing here; stopped at 0.5 s
     data = bomb_pdf(30_000)
-    body = _assert_error(limited.post("/v1/documents", json=_pdf_body(data)), 413, "too_large")
+    body = _assert_error(limited.post("/v1/documents", json=pdf_body(data)), 413, "too_large")
     assert "took over 0.5 s" in body["detail"]
-    assert limited.post("/v1/documents", json=_pdf_body(bomb_pdf(30))).status_code == 200
+    assert limited.post("/v1/documents", json=pdf_body(bomb_pdf(30))).status_code == 200
 
 
 def test_documents_over_the_chunk_or_character_limit_are_413(

@@ -10,7 +10,6 @@ from __future__ import annotations
 import base64
 import json
 import threading
-import zlib
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -21,6 +20,7 @@ import pytest
 from litestar import Litestar
 from litestar.testing import TestClient
 from local import LOCAL_URL
+from pdfs import pdf_body, pdf_of
 
 from tribal_memory.base.config import Settings
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
@@ -91,41 +91,6 @@ def test_document_paths_outside_the_workspace_are_400(
 # -- 16. PDF content caps ---------------------------------------------------------------
 
 
-def _pdf(content: bytes, pages: int = 1) -> bytes:
-    """A PDF of ``pages`` pages that all draw one Flate-compressed content stream."""
-    stream = zlib.compress(content, 9)
-    kids = " ".join(f"{3 + i} 0 R" for i in range(pages)).encode()
-    contents, font = 3 + pages, 4 + pages
-    objects = [
-        b"<< /Type /Catalog /Pages 2 0 R >>",
-        b"<< /Type /Pages /Kids [" + kids + b"] /Count %d >>" % pages,
-        *(
-            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents %d 0 R "
-            b"/Resources << /Font << /F1 %d 0 R >> >> >>" % (contents, font)
-            for _ in range(pages)
-        ),
-        b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(stream) + stream + b"\nendstream",
-        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
-    ]
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = []
-    for number, body in enumerate(objects, start=1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
-        len(objects) + 1,
-        xref,
-    )
-    return bytes(out)
-
-
-def _pdf_body(data: bytes) -> dict[str, str]:
-    return {"path": "bomb.pdf", "content_base64": base64.b64encode(data).decode("ascii")}
-
-
 SHAPES = b"1 0 0 1 0 0 cm 0 0 m 1 1 l S\n"
 """Drawing operators without text: a page of them gives nothing to the character limit."""
 TEXT = b"BT /F1 12 Tf 72 720 Td (Okapis live in the Ituri rainforest.) Tj ET\n"
@@ -141,14 +106,14 @@ TEXT = b"BT /F1 12 Tf 72 720 Td (Okapis live in the Ituri rainforest.) Tj ET\n"
 def test_a_pdf_whose_streams_expand_too_far_is_413_before_extraction(
     client: TestClient[Litestar], content: bytes, pages: int, where: str
 ) -> None:
-    data = _pdf(content, pages)
+    data = pdf_of(content, pages)
     assert len(data) < 30_000
-    response = client.post("/v1/documents", json=_pdf_body(data))
+    response = client.post("/v1/documents", json=pdf_body(data))
     body = _assert_error(response, 413, "too_large")
     assert "content streams decode to over" in body["detail"] and where in body["detail"]
     assert client.get("/v1/stats").json()["memories"] == 0
     # The worker is free: an ordinary PDF goes in at once.
-    ordinary = client.post("/v1/documents", json=_pdf_body(_pdf(TEXT * 20)))
+    ordinary = client.post("/v1/documents", json=pdf_body(pdf_of(TEXT * 20)))
     assert ordinary.status_code == 201, ordinary.text
 
 
