@@ -357,3 +357,36 @@ class Settings(BaseSettings):
     def uses_data_dir(self) -> bool:
         """Whether ``data_dir`` holds any store: the SQLite file, or the LanceDB directory."""
         return self.database_url is None or self.lancedb_uri == str(self.data_dir / "lancedb")
+
+
+DEFAULT_URL = "http://127.0.0.1:18960"
+"""Where ``tribal-memory serve`` listens by default (``TRIBAL_HOST``, ``TRIBAL_PORT``)."""
+
+
+class ClientSettings(BaseSettings):
+    """Where the HTTP client finds a server: ``TRIBAL_URL``, ``TRIBAL_API_KEY``.
+
+    Read when a client is made without a ``base_url`` or ``api_key`` (and by
+    the CLI's ``--url``); arguments given win over the environment. Invalid
+    values raise ``pydantic.ValidationError`` at construction.
+    """
+
+    model_config = SettingsConfigDict(
+        env_prefix="TRIBAL_", frozen=True, extra="ignore", use_attribute_docstrings=True
+    )
+
+    url: str | None = None
+    """Base URL of a running server (e.g. ``http://127.0.0.1:18960``); unset: the CLI opens
+    the data dir itself, and a client object connects to ``http://127.0.0.1:18960``."""
+    api_key: str | None = None
+    """API key the client sends as ``Authorization: Bearer``; unset: none (a server without
+    authentication)."""
+    client_timeout_s: float = Field(default=60.0, gt=0.0)
+    """Longest wait of the HTTP client for one response, in seconds."""
+
+    @field_validator("url", "api_key")
+    @classmethod
+    def _blank_is_unset(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        return value.strip()

@@ -8,13 +8,14 @@ the share of retrievals with feedback in which at least one hit was used;
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal
+from typing import Any
 
 from sqlalchemy import func, select
 
 from tribal_memory.base.db import Database
+from tribal_memory.base.stats import Bucket, CurvePoint, RetrievalStats, UsageCounts
 from tribal_memory.base.tables import (
     FactAnchorRow,
     QueryCacheRow,
@@ -23,54 +24,7 @@ from tribal_memory.base.tables import (
 )
 from tribal_memory.learned.query_cache import eligible
 
-Bucket = Literal["day", "week"]
-
-
-@dataclass(frozen=True, slots=True)
-class UsageCounts:
-    """Counts and rates over a set of retrieval events."""
-
-    retrievals: int = 0
-    with_feedback: int = 0
-    cache_hits: int = 0
-    usage_rate: float = 0.0
-    retrieval_to_usage: float = 0.0
-    cache_hit_rate: float = 0.0
-
-
-@dataclass(frozen=True, slots=True)
-class CurvePoint:
-    """Usage in one period (``period``: ISO date of the day, or of the Monday of the week)."""
-
-    period: str
-    counts: UsageCounts
-
-
-@dataclass(frozen=True, slots=True)
-class RetrievalStats:
-    """What the learned layer did and how often its answers were used.
-
-    ``overall`` and ``variants`` (``learned`` / ``baseline``) count events;
-    ``expansion_lift`` is the used rate of hits raised by a query variant
-    minus that of the other hits, in [-1, 1] (None without expanded hits);
-    ``learning_curve`` is one point per day or week, oldest first; ``weights``
-    , ``cache_entries`` and ``anchors`` count the owner's rows; ``llm_calls``
-    and ``llm_failures`` count LLM expansion calls in this process.
-    """
-
-    overall: UsageCounts
-    variants: dict[str, UsageCounts]
-    expansion_lift: float | None
-    expanded_hits: int
-    learning_curve: tuple[CurvePoint, ...]
-    cache_entries: int
-    cache_eligible: int
-    weights: int
-    anchors: int
-    llm_calls: int = 0
-    llm_failures: int = 0
-    counters: dict[str, int] = field(default_factory=dict)
-
+__all__ = ["Bucket", "CurvePoint", "RetrievalStats", "UsageCounts", "retrieval_stats"]
 
 @dataclass(slots=True)
 class _Tally:

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tribal_memory.auth.keys import ApiKeys
 from tribal_memory.auth.policy import Caller
+from tribal_memory.base.api import MemoryAPI
 from tribal_memory.base.config import Settings
 from tribal_memory.base.errors import InvalidInput
 from tribal_memory.base.models import (
@@ -470,3 +472,10 @@ class MemoryService(RetrievalOperations, GraphOperations):
             if repair:
                 prune_orphans(self.db, set(self.store.ids_of(SearchFilters())))
             return check_consistency(self.core)
+
+
+if TYPE_CHECKING:
+
+    def _conforms(service: MemoryService) -> MemoryAPI:
+        """Mypy checks here that the service has :class:`MemoryAPI`'s methods and types."""
+        return service

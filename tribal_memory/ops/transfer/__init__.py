@@ -9,14 +9,9 @@ before writing any of it, keeps ids and timestamps, re-embeds when the file
 comes from another embedding model, and skips what is already there.
 """
 
+from tribal_memory.base.transfer import ImportResult, OnConflict, Source, TransferCounts
 from tribal_memory.ops.transfer.exporter import export_lines, write_export, write_export_file
-from tribal_memory.ops.transfer.importer import (
-    ImportResult,
-    OnConflict,
-    Source,
-    TransferCounts,
-    import_source,
-)
+from tribal_memory.ops.transfer.importer import import_source
 from tribal_memory.ops.transfer.records import EXCLUDED_TABLES, FORMAT, MEDIA_TYPE, VERSION
 
 __all__ = [

@@ -15,11 +15,10 @@ import io
 import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from itertools import chain, groupby, islice
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Literal
+from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
 from sqlalchemy import Table, insert, select, tuple_
@@ -27,6 +26,7 @@ from sqlalchemy.orm import Session
 
 from tribal_memory.base.errors import InvalidInput, TribalError
 from tribal_memory.base.models import Memory
+from tribal_memory.base.transfer import ImportResult, OnConflict, Source, TransferCounts
 from tribal_memory.ops.transfer.reading import read_records
 from tribal_memory.ops.transfer.records import (
     EMBEDDED_COLUMNS,
@@ -44,54 +44,10 @@ from tribal_memory.ops.transfer.records import (
 if TYPE_CHECKING:
     from tribal_memory.core import Core
 
-Source = Path | bytes | IO[bytes]
-"""An export to import: a file path, the file's bytes, or a seekable binary file."""
 Progress = Callable[[int, int], None]
 """Called while writing with (records written so far, records in the file)."""
-OnConflict = Literal["keep", "replace"]
-"""Which wins when the file and this instance hold the same memory with other fields."""
 MAX_CONFLICTS_LISTED = 100
 ADAPTERS_TABLE = "query_adapters"
-
-
-@dataclass(frozen=True, slots=True)
-class TransferCounts:
-    """Outcome for one kind of record.
-
-    ``created``: written. ``skipped``: already there (same memory id or
-    primary key), left as it was. ``orphaned``: not written because a memory
-    it refers to exists neither in the file nor in this instance.
-    """
-
-    created: int = 0
-    skipped: int = 0
-    orphaned: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class ImportResult:
-    """What an import did.
-
-    ``embedding_model``/``embedding_dim``: the model of the file's vectors.
-    ``reembedded``: memories whose vectors were computed again with this
-    instance's model because that differs (0 when the models match and the
-    stored vectors were written as they are). ``rows`` is keyed by table name.
-    ``conflicts``: how many memories of the file were stored here with other
-    fields (tags, kind, source, times, metadata; the content is the same, as
-    the id says), and ``conflict_ids`` the first 100 of them; ``replaced``:
-    how many of those the file's version overwrote (``on_conflict="replace"``;
-    else 0 and the stored ones stayed, counted as skipped).
-    """
-
-    embedding_model: str
-    embedding_dim: int
-    reembedded: int
-    memories: TransferCounts
-    relations: TransferCounts
-    rows: dict[str, TransferCounts] = field(default_factory=dict)
-    conflicts: int = 0
-    conflict_ids: list[str] = field(default_factory=list)
-    replaced: int = 0
 
 
 @contextmanager
