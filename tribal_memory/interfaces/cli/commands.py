@@ -101,7 +101,7 @@ def serve(
 
 
 @app.command()
-@with_run
+@with_run(remote=True)
 def capture(
     run: Run,
     text: Annotated[str, typer.Argument(help="The memory's text; - reads it from stdin.")],
@@ -119,7 +119,7 @@ def capture(
     item = MemoryInput(
         content=content, owner=owner, kind=kind.value, tags=tuple(tag or ()), source=source
     )
-    result = run.service().capture(item)
+    result = run.api().capture(item)
     return Output([capture_dict(result)], [capture_line(result)])
 
 
@@ -140,7 +140,7 @@ class _Ask:
 def _ask(run: Run, ask: _Ask, *, feedback: bool) -> Output:
     """Run ``ask`` (logged for feedback when asked); its hits."""
     parts = parse_learned(ask.learned)
-    service = run.service()
+    service = run.api()
     run_search = service.recall_with_feedback if feedback else service.search
     result = run_search(
         ask.query,
@@ -156,7 +156,7 @@ def _ask(run: Run, ask: _Ask, *, feedback: bool) -> Output:
 
 
 @app.command()
-@with_run
+@with_run(remote=True)
 def recall(
     run: Run,
     query: QueryArgument,
@@ -178,7 +178,7 @@ def recall(
 
 
 @app.command()
-@with_run
+@with_run(remote=True)
 def search(
     run: Run,
     query: QueryArgument,
@@ -219,22 +219,22 @@ def search(
 
 
 @app.command()
-@with_run
+@with_run(remote=True)
 def get(run: Run, memory_id: IdArgument, owner: OwnerOption = None) -> Output:
     """Show one memory."""
-    return fields_output(memory_dict(run.service().get(memory_id, owner=owner)))
+    return fields_output(memory_dict(run.api().get(memory_id, owner=owner)))
 
 
 @app.command()
-@with_run
+@with_run(remote=True)
 def delete(run: Run, memory_id: IdArgument, owner: OwnerOption = None) -> Output:
     """Delete a memory, its relations and everything learned about it."""
-    run.service().delete(memory_id, owner=owner)
+    run.api().delete(memory_id, owner=owner)
     return Output([{"deleted": memory_id}], [f"deleted {memory_id}"])
 
 
 @app.command()
-@with_run
+@with_run(remote=True)
 def relate(
     run: Run,
     source_id: Annotated[str, typer.Argument(metavar="SOURCE_ID")],
@@ -244,7 +244,7 @@ def relate(
     owner: OwnerOption = None,
 ) -> Output:
     """Add (or re-weight) the edge SOURCE_ID -[TYPE]-> TARGET_ID."""
-    relation = run.service().relate(source_id, target_id, type, weight=weight, owner=owner)
+    relation = run.api().relate(source_id, target_id, type, weight=weight, owner=owner)
     line = (
         f"{relation.source_id} -[{relation.type}]-> {relation.target_id} "
         f"(weight {relation.weight:g})"
@@ -253,7 +253,7 @@ def relate(
 
 
 @app.command()
-@with_run
+@with_run(remote=True)
 def neighbors(
     run: Run,
     memory_id: IdArgument,
@@ -263,7 +263,7 @@ def neighbors(
     owner: OwnerOption = None,
 ) -> Output:
     """Memories reachable over relations, nearest first."""
-    found = run.service().neighbors(
+    found = run.api().neighbors(
         memory_id, steps=steps, owner=owner, types=type or (), block=block or ()
     )
     return _neighbors_output(found)
@@ -287,7 +287,7 @@ def _neighbors_output(found: list[Neighbor]) -> Output:
 
 
 @app.command()
-@with_run
+@with_run(remote=True)
 def stats(
     run: Run,
     retrieval: Annotated[
@@ -312,7 +312,7 @@ def stats(
         return _retrieval_stats(run, owner, bucket or Bucket.day, parse_time(since, "--since"))
     if owner is not None or bucket is not None or since is not None:
         raise typer.BadParameter("only with --retrieval", param_hint="--owner/--bucket/--since")
-    result = dataclasses.asdict(run.service().stats())
+    result = dataclasses.asdict(run.api().stats())
     table = fields_table()
     for name, value in result.items():
         if isinstance(value, dict):
@@ -322,7 +322,7 @@ def stats(
 
 
 def _retrieval_stats(run: Run, owner: str | None, bucket: Bucket, since: datetime | None) -> Output:
-    stats = run.service().retrieval_stats(owner=owner, bucket=bucket.value, since=since)
+    stats = run.api().retrieval_stats(owner=owner, bucket=bucket.value, since=since)
     return retrieval_stats_output(stats)
 
 

@@ -210,7 +210,7 @@ def _watch(
 
 
 @app.command()
-@with_run
+@with_run(remote=True)
 def documents(
     run: Run,
     owner: Annotated[
@@ -218,7 +218,7 @@ def documents(
     ] = None,
 ) -> Output:
     """List ingested documents: path, owner, format, chunks, size, content hash."""
-    return _documents_output(run.service().documents(owner=owner))
+    return _documents_output(run.api().documents(owner=owner))
 
 
 def _documents_output(found: list[DocumentInfo]) -> Output:

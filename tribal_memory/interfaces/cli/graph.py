@@ -56,7 +56,7 @@ def _read(source: str) -> str:
 
 
 @app.command()
-@with_run
+@with_run(remote=True)
 def intersection(
     run: Run,
     memory_ids: Annotated[
@@ -69,7 +69,7 @@ def intersection(
     owner: OwnerOption = None,
 ) -> Output:
     """Memories within --steps hops of every one of the IDs (closest first; not the IDs)."""
-    found = run.service().intersection(
+    found = run.api().intersection(
         memory_ids, steps=steps, owner=owner, types=type or (), block=block or (), limit=limit
     )
     return _intersection_output(found)
@@ -121,7 +121,7 @@ def _edges(text: str) -> list[RelationInput]:
 
 
 @app.command("relate-batch")
-@with_run
+@with_run(remote=True)
 def relate_batch(
     run: Run,
     source: Annotated[
@@ -135,12 +135,12 @@ def relate_batch(
     Each edge is {"source_id", "target_id", "type", "weight"?}.
     """
     edges = _edges(_read(source))
-    stored = run.service().relate_batch(edges, owner=owner)
+    stored = run.api().relate_batch(edges, owner=owner)
     return Output([dataclasses.asdict(r) for r in stored], [f"stored {len(stored)} relations"])
 
 
 @app.command()
-@with_run
+@with_run(remote=True)
 def memories(
     run: Run,
     owner: OwnerOption = None,
@@ -171,7 +171,7 @@ def memories(
         since=since,
         until=until,
     )
-    service = run.service()
+    service = run.api()
     found: list[Memory] = []
     while True:
         page = service.list_page(wanted, limit=limit, after=after)
@@ -192,7 +192,7 @@ def _memories_output(found: list[Memory], next_after: str | None) -> Output:
 
 
 @app.command("clear-owner")
-@with_run
+@with_run(remote=True)
 def clear_owner(
     run: Run,
     owner: Annotated[str, typer.Argument(metavar="OWNER", help="The owner to clear.")],
@@ -202,7 +202,7 @@ def clear_owner(
     ] = None,
 ) -> Output:
     """Delete every memory of OWNER with all that points at them, and its document records."""
-    cleared = run.service().clear_owner(owner, confirm=confirm)
+    cleared = run.api().clear_owner(owner, confirm=confirm)
     return Output(
         [dataclasses.asdict(cleared)],
         [
@@ -213,7 +213,7 @@ def clear_owner(
 
 
 @app.command("search-vector")
-@with_run
+@with_run(remote=True)
 def search_vector(
     run: Run,
     vector: Annotated[
@@ -233,7 +233,7 @@ def search_vector(
     """Memories nearest to a raw embedding vector (cosine in [0, 1]); no text is embedded."""
     values = _vector(sys.stdin.read() if vector == "-" else vector)
     where = near(near_id, steps, type, block)
-    result = run.service().search_vector(
+    result = run.api().search_vector(
         values, k=k, filters=SearchFilters(owner=owner), min_score=min_score, near=where
     )
     return hits_output(result)

@@ -37,7 +37,7 @@ _PINS: dict[VariantChoice, Variant | None] = {
 
 
 @app.command()
-@with_run
+@with_run(remote=True)
 def feedback(
     run: Run,
     retrieval_id: Annotated[
@@ -52,7 +52,7 @@ def feedback(
     ] = None,
 ) -> Output:
     """Report which hits of a retrieval were used; the learned layer learns from it."""
-    result = run.service().record_usage_feedback(retrieval_id, memory_ids or [], owner=owner)
+    result = run.api().record_usage_feedback(retrieval_id, memory_ids or [], owner=owner)
     return Output([dataclasses.asdict(result)], [_feedback_line(result)])
 
 
@@ -79,10 +79,10 @@ AnchorTextArgument = Annotated[
 
 
 @anchors_app.command("list")
-@with_run
+@with_run(remote=True)
 def anchors_list(run: Run, memory_id: IdArgument, owner: OwnerOption = None) -> Output:
     """The memory's anchors, active and pending, most used first."""
-    found = run.service().anchors(memory_id, owner=owner)
+    found = run.api().anchors(memory_id, owner=owner)
     return Output([dataclasses.asdict(a) for a in found], [_anchors_table(found)])
 
 
@@ -103,29 +103,29 @@ def _anchors_table(anchors: list[Anchor]) -> RenderableType:
 
 
 @anchors_app.command("add")
-@with_run
+@with_run(remote=True)
 def anchors_add(
     run: Run, memory_id: IdArgument, text: AnchorTextArgument, owner: OwnerOption = None
 ) -> Output:
     """Attach a manual anchor to the memory (active at once)."""
-    anchor = run.service().add_anchor(memory_id, text, owner=owner)
+    anchor = run.api().add_anchor(memory_id, text, owner=owner)
     return Output([dataclasses.asdict(anchor)], [f"anchored {anchor.memory_id}: {anchor.text}"])
 
 
 @anchors_app.command("remove")
-@with_run
+@with_run(remote=True)
 def anchors_remove(
     run: Run, memory_id: IdArgument, text: AnchorTextArgument, owner: OwnerOption = None
 ) -> Output:
     """Detach an anchor from the memory."""
-    run.service().remove_anchor(memory_id, text, owner=owner)
+    run.api().remove_anchor(memory_id, text, owner=owner)
     return Output(
         [{"removed": text, "memory_id": memory_id}], [f"removed anchor from {memory_id}: {text}"]
     )
 
 
 @app.command()
-@with_run
+@with_run(remote=True)
 def variant(
     run: Run,
     owner: Annotated[str, typer.Argument(metavar="OWNER")],
@@ -135,7 +135,7 @@ def variant(
     ] = None,
 ) -> Output:
     """Show or pin the A/B variant serving OWNER (baseline: plain search)."""
-    service = run.service()
+    service = run.api()
     if choice is not None:
         service.pin_variant(owner, _PINS[choice])
     serving = service.variant_for(owner)

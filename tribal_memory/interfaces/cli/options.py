@@ -29,6 +29,15 @@ DataDirOption = Annotated[
         file_okay=False,
     ),
 ]
+UrlOption = Annotated[
+    str | None,
+    typer.Option(
+        "--url",
+        help="Act on the running server at this URL instead of opening a data dir "
+        "(default: $TRIBAL_URL; key: $TRIBAL_API_KEY).",
+        show_default=False,
+    ),
+]
 JsonOption = Annotated[
     bool | None,
     typer.Option(

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from typer.core import TyperGroup
 
 from tribal_memory.base.errors import TribalError
-from tribal_memory.interfaces.cli.options import DataDirOption, JsonOption
+from tribal_memory.interfaces.cli.options import DataDirOption, JsonOption, UrlOption
 from tribal_memory.interfaces.cli.output import fail, one_line
 
 
@@ -96,12 +96,23 @@ class Globals:
     data_dir: Path | None
     json: bool | None
     debug: bool
+    url: str | None = None
+
+
+def _show_version(show: bool) -> None:
+    """``--version``: print the installed version and stop."""
+    if show:
+        from tribal_memory import __version__
+
+        typer.echo(f"tribal-memory {__version__}")
+        raise typer.Exit()
 
 
 @app.callback()
 def _root(
     ctx: typer.Context,
     data_dir: DataDirOption = None,
+    url: UrlOption = None,
     json_out: JsonOption = None,
     debug: Annotated[
         bool,
@@ -109,9 +120,15 @@ def _root(
             "--debug", envvar="TRIBAL_DEBUG", help="Show tracebacks of unexpected errors."
         ),
     ] = False,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_show_version, is_eager=True, help="Show the version and exit."
+        ),
+    ] = False,
 ) -> None:
     """tribal-memory: memories for AI agents that improve with use."""
-    ctx.obj = Globals(data_dir, json_out, debug)
+    ctx.obj = Globals(data_dir, json_out, debug, url)
 
 
 def main() -> None:

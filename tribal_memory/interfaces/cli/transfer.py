@@ -23,7 +23,7 @@ STDIO = "-"
 
 
 @app.command("export")
-@with_run
+@with_run(remote=True)
 def export_(
     run: Run,
     file: Annotated[
@@ -41,7 +41,7 @@ def export_(
     A file is written next to FILE and renamed once complete, so FILE is
     never left half written.
     """
-    service = run.service()
+    service = run.api()
     with run.progress("exporting", None) as advance:
         # A bad owner raises here, before a file is opened.
         lines = service.export_jsonl(owner=owner, progress=advance)
@@ -72,7 +72,7 @@ def _source(file: str) -> Iterator[Path | IO[bytes]]:
 
 
 @app.command("import")
-@with_run
+@with_run(remote=True)
 def import_(
     run: Run,
     file: Annotated[
@@ -93,7 +93,7 @@ def import_(
     """
     written = 0
     with _source(file) as source:
-        service = run.service()
+        service = run.api()
         with run.progress("importing", None) as advance:
 
             def progress(done: int, total: int) -> None:
