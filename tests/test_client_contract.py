@@ -387,6 +387,31 @@ def test_stats_count_what_was_captured(memory_api: MemoryAPI) -> None:
     assert (mine.owner, mine.memories) == (owner, len(FACTS))
 
 
+def test_library_and_client_agree_on_the_same_data(library: MemoryService, server: Server) -> None:
+    """Congruence: the same captures give the same ranking and scores in process and over HTTP."""
+    owner = _owner()
+    with TribalMemoryClient(server.process.base_url, api_key=server.admin_key) as client:
+        for api in (library, client):
+            _capture_facts(api, owner)
+        filters = SearchFilters(owner=owner, include_shared=False)
+        for query in ("who drinks tea?", "nightly database job", "office network access"):
+            here = library.search(
+                query, filters=filters, mode="vector", learned=LearnedParts.none()
+            )
+            there = client.search(
+                query, filters=filters, mode="vector", learned=LearnedParts.none()
+            )
+            assert [h.memory.memory_id for h in there.hits] == [
+                h.memory.memory_id for h in here.hits
+            ]
+            assert [h.score for h in there.hits] == pytest.approx(
+                [h.score for h in here.hits], abs=1e-5
+            )
+            mine, theirs = here.hits[0].memory, there.hits[0].memory
+            times = {"created_at": mine.created_at, "updated_at": mine.updated_at}
+            assert dataclasses.replace(theirs, **times) == mine  # all but when it was stored
+
+
 # -- the surface itself, and what only HTTP has ------------------------------------------
 
 
