@@ -216,6 +216,20 @@ def test_list_page_pages_through_an_owner(memory_api: MemoryAPI) -> None:
     rest = memory_api.list_page(filters, limit=3, after=first.next_after)
     assert rest.next_after is None
     assert sorted(m.memory_id for m in first.memories + rest.memories) == sorted(ids)
+    # Time filters need a zone, in process and over HTTP alike.
+    naive = dataclasses.replace(filters, since=datetime(2000, 1, 1))
+    with pytest.raises(InvalidInput, match="timezone"):
+        memory_api.list_page(naive)
+    with pytest.raises(InvalidInput, match="timezone"):
+        memory_api.search("tea", filters=naive)
+    since = dataclasses.replace(filters, since=datetime(2000, 1, 1, tzinfo=UTC))
+    assert len(memory_api.search("tea", filters=since, k=10).hits) == len(FACTS)
+    # An event time without a zone is taken as UTC.
+    noon = datetime(2026, 5, 1, 12, 0)
+    dated = memory_api.capture(MemoryInput("Standup moved to 9:30", owner=owner, event_time=noon))
+    assert dated.memory.event_time == noon.replace(tzinfo=UTC)
+    stats = memory_api.retrieval_stats(owner=owner, since=datetime(2000, 1, 1))
+    assert stats.overall.retrievals == 0
 
 
 # -- retrieval and feedback --------------------------------------------------------------

@@ -46,6 +46,7 @@ from tribal_memory.base.results import (
 )
 from tribal_memory.base.stats import CurvePoint, RetrievalStats, UsageCounts
 from tribal_memory.base.transfer import ImportResult, OnConflict, TransferCounts
+from tribal_memory.base.validation import check_time
 
 JSONL_MEDIA_TYPE = "application/x-ndjson"
 """Media type of an export (``GET /v1/export``) and of an import body."""
@@ -339,7 +340,25 @@ def decode_import(data: Any, *, strict: bool = False) -> ImportResult:
 # -- requests ------------------------------------------------------------------------------
 
 
-def _time(value: datetime) -> str:
+def _time(value: datetime, name: str = "time") -> str:
+    """RFC 3339 with an offset; a naive time is taken as UTC, as the library takes it.
+
+    Raises:
+        InvalidInput: out of range once in UTC.
+    """
+    checked = check_time(value, name)
+    assert checked is not None
+    return checked.isoformat()
+
+
+def _filter_time(value: datetime) -> str:
+    """A time filter as RFC 3339; as in the store, a filter time must carry a zone.
+
+    Raises:
+        InvalidInput: a naive time.
+    """
+    if value.tzinfo is None:
+        raise errors.InvalidInput("time filters need a timezone (e.g. 2024-01-01T00:00:00Z)")
     return value.isoformat()
 
 
@@ -362,7 +381,7 @@ def memory_body(item: MemoryInput) -> dict[str, Any]:
     """The ``CaptureRequest`` body of ``item``."""
     body: dict[str, Any] = msgspec.to_builtins(item, builtin_types=(datetime,))
     if item.event_time is not None:
-        body["event_time"] = _time(item.event_time)
+        body["event_time"] = _time(item.event_time, "event_time")
     return body
 
 
@@ -392,7 +411,7 @@ def update_call(
         if value is not None
     }
     if patch.event_time is not None:
-        body["event_time"] = _time(patch.event_time)
+        body["event_time"] = _time(patch.event_time, "event_time")
     return Call(
         "PATCH",
         f"/v1/memories/{_quoted(memory_id)}",
@@ -430,7 +449,7 @@ def list_call(filters: SearchFilters, *, limit: int | None, after: str | None) -
     params += [("source", s) for s in filters.sources]
     for name, value in (("since", filters.since), ("until", filters.until)):
         if value is not None:
-            params.append((name, _time(value)))
+            params.append((name, _filter_time(value)))
     if limit is not None:
         params.append(("limit", str(limit)))
     if after is not None:
@@ -457,8 +476,8 @@ def _scope(
         "tags": list(filters.tags),
         "kinds": list(filters.kinds),
         "sources": list(filters.sources),
-        "since": None if filters.since is None else _time(filters.since),
-        "until": None if filters.until is None else _time(filters.until),
+        "since": None if filters.since is None else _filter_time(filters.since),
+        "until": None if filters.until is None else _filter_time(filters.until),
         "min_score": min_score,
     }
     if near is not None:
@@ -671,5 +690,5 @@ def retrieval_stats_call(*, owner: str | None, bucket: str, since: datetime | No
     """``GET /v1/stats/retrieval``."""
     params = _owner(owner) + [("bucket", bucket)]
     if since is not None:
-        params.append(("since", _time(since)))
+        params.append(("since", _time(since, "since")))
     return Call("GET", "/v1/stats/retrieval", params)
