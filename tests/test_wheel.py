@@ -14,9 +14,11 @@ the wheel cannot be built here (no build backend reachable).
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -50,6 +52,20 @@ def _clean_env(**extra: str) -> dict[str, str]:
     return {**env, **extra}
 
 
+def _check_contents(wheel: Path) -> None:
+    """Every file git tracks under tribal_memory/ (code, templates, static assets) is in the wheel,
+    and so are the migrations and shipped suites from outside it."""
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+    assert "tribal_memory/_migrations/env.py" in names
+    assert "tribal_memory/_datasets/team-facts.json" in names
+    tracked = _run(["git", "ls-files", "tribal_memory"], cwd=ROOT) if shutil.which("git") else None
+    if tracked is None or tracked.returncode != 0:
+        return  # not a git checkout: the runtime checks below still hold
+    missing = [name for name in tracked.stdout.split() if name not in names]
+    assert missing == [], f"tracked package files missing from the wheel: {missing[:10]}"
+
+
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A fresh venv (outside the checkout) with the wheel built from this tree installed."""
@@ -62,6 +78,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     wheels = list(dist.glob("tribal_memory-*.whl"))
     if built.returncode != 0 or not wheels:
         pytest.skip(f"could not build the wheel here (pip wheel: {built.stderr.strip()[-300:]})")
+    _check_contents(wheels[0])
     venv = root / "venv"
     made = _run([sys.executable, "-m", "venv", "--without-pip", str(venv)], cwd=root)
     assert made.returncode == 0, made.stderr

@@ -7,7 +7,7 @@
 (:class:`~tribal_memory.NotFound`, ...), so code written against
 :class:`~tribal_memory.base.api.MemoryAPI` runs in process or against a server::
 
-    from tribal_memory import MemoryInput
+    from tribal_memory import MemoryInput, SearchFilters
     from tribal_memory.client import TribalMemoryClient
 
     with TribalMemoryClient("http://127.0.0.1:18960", api_key="...") as memory:
