@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 DATA ?= ../shared/data/locomo-dev.json
 
-.PHONY: install run test lint bench bench-docs bench-perf serve clean
+.PHONY: install run test lint bench bench-docs bench-perf serve wheel clean
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -37,6 +37,10 @@ bench-docs: install
 bench-perf: install
 	$(VENV)/bin/tribal-memory bench perf --sizes 10000,100000 --out benchmarks/results/perf.json \
 		--profile benchmarks/results/perf-profile-10k.txt
+
+# The installable package: dist/tribal_memory-<version>-py3-none-any.whl (pip install / pipx install it).
+wheel: install
+	$(PY) -m pip wheel --quiet --no-deps --wheel-dir dist .
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
