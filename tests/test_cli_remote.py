@@ -105,10 +105,43 @@ def test_server_errors_and_local_only_commands_are_clean_messages(
     assert "Traceback" not in missing.output
     no_key = invoke("stats", "--url", url, env={"TRIBAL_API_KEY": ""})
     assert no_key.exit_code == 1 and "API key" in no_key.stderr
-    local = invoke("--url", url, "ingest", str(tmp_path))
+    local = invoke("--url", url, "check", env={"TRIBAL_API_KEY": key})
     assert local.exit_code == 1 and "works on a data dir" in local.stderr
+    watch = invoke("ingest", "--watch", str(tmp_path), "--url", url, env={"TRIBAL_API_KEY": key})
+    assert watch.exit_code == 1 and "without --url" in watch.stderr
     both = invoke("stats", "--url", url, "--data-dir", str(tmp_path), env={"TRIBAL_API_KEY": key})
     assert both.exit_code == 1 and "not both" in both.stderr
+
+
+def test_ingest_over_http(server: tuple[ServerProcess, str], tmp_path: Path) -> None:
+    process, key = server
+    env = {"TRIBAL_API_KEY": key, "TRIBAL_URL": process.base_url}
+    notes = tmp_path / "kb" / "bea"
+    notes.mkdir(parents=True)
+    (notes / "oncall.md").write_text("# On call\n\nThe pager rotates every Tuesday at noon.\n")
+    (notes / "broken.md").write_bytes(b"\xff\xfe not utf-8")
+    result = invoke("ingest", str(tmp_path / "kb"), "--json", env=env)
+    assert result.exit_code == 1, result.output  # one file failed, the other went in
+    outcomes = [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
+    by_path = {o["path"]: o for o in outcomes if "path" in o}
+    assert by_path["bea/oncall.md"]["status"] == "created"
+    assert by_path["bea/oncall.md"]["owner"] == "bea"
+    assert by_path["bea/broken.md"]["status"] == "failed"
+    assert "UTF-8" in result.stderr
+    assert outcomes[-1]["created"] == 1 and outcomes[-1]["failed"] == 1
+    listed = lines(invoke("documents", "-o", "bea", "--json", env=env))
+    assert [d["path"] for d in listed if d["owner"] == "bea"] == ["bea/oncall.md"]
+    again = invoke(
+        "ingest",
+        str(notes / "oncall.md"),
+        "-o",
+        "bea",
+        "--root",
+        str(tmp_path / "kb"),
+        "--json",
+        env=env,
+    )
+    assert json.loads(again.stdout.splitlines()[0])["status"] == "unchanged", again.output
 
 
 def test_version() -> None:

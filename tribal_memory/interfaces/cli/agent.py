@@ -84,6 +84,7 @@ def mcp(
     owner = agent_owner(agent)
     with Run(ctx, data_dir, None) as run:
         settings = run.settings()  # read with --url too: a bad TRIBAL_* setting is an error
+        url = url or run.url  # `tribal-memory --url URL mcp` too
         security = http_security(settings, host) if transport is Transport.http else None
         if url is None:
             _serve(ServiceBackend(run.service(), owner), host, port, security)

@@ -7,6 +7,8 @@ A file that cannot be read as a document (not UTF-8, a corrupt,
 password-protected or text-less PDF, over the size limits) is reported on
 stderr as ``error: <path>: <reason>`` and counted as ``failed``; the other
 files are ingested all the same and the command exits with status 1.
+With ``--url`` each file is sent to that server (``POST /v1/documents``);
+``--watch`` needs the data dir.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
+from tribal_memory.base.errors import InvalidInput, TooLarge
 from tribal_memory.base.models import DocumentInfo, DocumentResult
 from tribal_memory.documents.ingest import (
     IngestCounts,
@@ -79,7 +82,7 @@ def _outcome_dict(outcome: FileOutcome) -> dict[str, Any]:
 
 
 @app.command()
-@with_run
+@with_run(remote=True)
 def ingest(
     run: Run,
     paths: Annotated[list[Path], typer.Argument(help="Files or directories (recursive).")],
@@ -122,6 +125,8 @@ def ingest(
     changed files and a summary). Exit status 1 when a file failed.
     """
     if watch:
+        if run.url is not None:
+            raise InvalidInput("--watch keeps a data dir in sync: run it without --url")
         _watch(run, paths, owner=owner, root=root, fmt=format, max_seconds=max_seconds)
         return
     if max_seconds is not None:
@@ -129,15 +134,51 @@ def ingest(
     started = time.perf_counter()
     plan = plan_ingest(paths, owner=owner, root=root, fmt=format.value)
     reporter = _Reporter(run)
-    service = run.service()
-    with run.progress("ingesting", len(plan.documents)) as advance:
-        service.ingest_files(plan.documents, report=reporter, advance=advance)
-    with run.progress("capturing turns", len(plan.turns)) as advance:
-        turns_created = service.capture_all(plan.turns, advance=advance)
+    if run.url is not None:
+        turns_created = _ingest_over_http(run, plan, reporter)
+    else:
+        service = run.service()
+        with run.progress("ingesting", len(plan.documents)) as advance:
+            service.ingest_files(plan.documents, report=reporter, advance=advance)
+        with run.progress("capturing turns", len(plan.turns)) as advance:
+            turns_created = service.capture_all(plan.turns, advance=advance)
     summary = _summary(plan, reporter.counts, turns_created, time.perf_counter() - started)
     run.show(Output([summary], [_summary_line(summary)], soft_wrap=True))
     if reporter.counts.failed:
         raise typer.Exit(1)
+
+
+TURNS_PER_REQUEST = 100
+"""LoCoMo turns sent in one batch capture over HTTP."""
+
+
+def _ingest_over_http(run: Run, plan: IngestPlan, report: _Reporter) -> int:
+    """Send each planned file to the server at ``--url``, then the turns; how many turns were new.
+
+    As in process, a file that cannot be read or that the server refuses as
+    input (400, 413) is an outcome with an error; any other error stops the run.
+    """
+    api = run.api()
+    with run.progress("ingesting", len(plan.documents)) as advance:
+        for document in plan.documents:
+            try:
+                result = api.ingest_document(
+                    document.path, document.file.read_bytes(), owner=document.owner
+                )
+                outcome = FileOutcome(document, result)
+            except OSError as exc:
+                outcome = FileOutcome(document, error=f"{document.file}: {exc.strerror or exc}")
+            except (InvalidInput, TooLarge) as exc:
+                outcome = FileOutcome(document, error=exc.detail)
+            report(outcome)
+            advance(1)
+    created = 0
+    with run.progress("capturing turns", len(plan.turns)) as advance:
+        for offset in range(0, len(plan.turns), TURNS_PER_REQUEST):
+            batch = plan.turns[offset : offset + TURNS_PER_REQUEST]
+            created += sum(r.status == "created" for r in api.capture_batch(batch))
+            advance(len(batch))
+    return created
 
 
 def _summary(
