@@ -94,7 +94,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
         # This environment's packages, after the venv's own (a plain path line: the
         # editable install's own .pth file there is not processed).
         Path(purelib, "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    done = _run([*install, str(wheels[0])], cwd=root, timeout=1800)
+    done = _run([*install, str(wheels[0])], cwd=root, timeout=900)
     assert done.returncode == 0, done.stderr
     return venv
 

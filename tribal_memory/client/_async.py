@@ -17,7 +17,7 @@ import httpx
 import msgspec
 
 from tribal_memory.base.config import DEFAULT_URL, ClientSettings
-from tribal_memory.base.errors import StoreUnavailable
+from tribal_memory.base.errors import InvalidInput, StoreUnavailable
 from tribal_memory.base.graph import CommonNeighbor, Near, Neighbor, Relation, RelationInput
 from tribal_memory.base.models import (
     SHARED_OWNER,
@@ -488,8 +488,6 @@ def _read_source(source: Source) -> bytes:
     Raises:
         InvalidInput: a path that cannot be read.
     """
-    from tribal_memory.base.errors import InvalidInput
-
     if isinstance(source, bytes):
         return source
     if isinstance(source, Path):
