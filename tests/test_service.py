@@ -146,12 +146,21 @@ def test_tag_kind_source_and_time_filters(service: MemoryService) -> None:
         service.search("tea", filters=SearchFilters(since=datetime(2024, 1, 1)))
 
 
-def test_recall_scores_are_cosine_in_unit_range(service: MemoryService) -> None:
+def test_recall_scores_are_calibrated_and_min_score_drops_the_rest(
+    service: MemoryService,
+) -> None:
     service.capture_batch(FACTS)
-    result = service.recall("Which database did we choose for billing?", k=2, min_score=0.2)
+    query = "Which database did we choose for billing?"
+    result = service.recall(query, k=4)
     assert result.mode == "vector"
-    assert result.hits[0].memory.content == FACTS[3].content
-    assert all(0.2 <= h.score <= 1.0 and h.text_score is None for h in result.hits)
+    top = result.hits[0]
+    assert top.memory.content == FACTS[3].content
+    assert top.vector_score == pytest.approx(max(0.0, top.cosine or 0.0))
+    assert all(0.0 <= h.score <= 1.0 and h.text_score is None for h in result.hits)
+    # min_score compares with the calibrated score: the unrelated facts fall away.
+    kept = service.recall(query, k=4, min_score=top.score)
+    assert [h.memory.content for h in kept.hits] == [FACTS[3].content]
+    assert [h.rank for h in kept.hits] == [1]
 
 
 def test_get_update_delete(service: MemoryService) -> None:

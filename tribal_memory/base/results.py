@@ -19,7 +19,16 @@ LEARNED_PARTS: tuple[str, ...] = ("cache", "expansion", "feedback", "anchors", "
 class Hit:
     """One ranked result. All scores are in [0, 1], higher is better.
 
-    ``score``: the fused score that ranks the hit. ``vector_score``: the
+    ``score``: calibrated relevance, the estimated probability that the
+    memory is evidence for the question, the same scale for every query
+    (:mod:`tribal_memory.retrieval.calibration`; a cached hit keeps the score it
+    had when it was reported used; ``title`` mode blends it with the title
+    match; a search by vector answers the cosine). ``rank_score``: the score
+    that ranked the hit (fusion plus the learned gains, relative to this
+    query's candidates; ``None`` where the ranking score is ``score``).
+    ``cosine``: the raw cosine similarity of memory and query vector, in
+    [-1, 1] (``None`` when the memory was not a vector candidate). Hits are
+    in ranking order, which ``score`` need not follow. ``vector_score``: the
     cosine similarity to the query put on [0, 1] as the fusion did (hybrid:
     min-max over the vector candidates; ``vector`` mode: clipped) (``None``
     when the memory was not among the vector candidates). ``text_score``: BM25
@@ -46,6 +55,8 @@ class Hit:
     expanded_from: str | None = None
     boost: float = 0.0
     anchor_match: float | None = None
+    rank_score: float | None = None
+    cosine: float | None = None
 
 
 SearchMode = Literal["hybrid", "vector", "text", "hybrid_expanded", "title", "summary", "automatic"]
@@ -77,7 +88,10 @@ class SearchResult:
     (see :class:`ChunkContext`); it never changes the hits or their order.
     ``filter_key``: fingerprint of the filters the search ran under beyond
     owner and shared (``""``: none); feedback on it teaches the query cache
-    for those filters only.
+    for those filters only. ``cosine_range``: the lowest and highest cosine
+    similarity among the search's vector candidates (``None``: no vector
+    search ran, or a cached answer); a highest far below the usual tells that
+    nothing stored is close to the question.
     """
 
     hits: tuple[Hit, ...]
@@ -90,6 +104,7 @@ class SearchResult:
     context: tuple[ChunkContext, ...] = ()
     mode_reason: str | None = None
     filter_key: str = ""
+    cosine_range: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -45,6 +45,7 @@ from tribal_memory.base.models import Memory, SearchFilters
 from tribal_memory.base.results import Hit
 from tribal_memory.documents.tokens import count_tokens
 from tribal_memory.interfaces.tool_paths import line_span, memory_path
+from tribal_memory.retrieval.calibration import DEFAULT_MIN_SCORE
 from tribal_memory.service.memory_service import MemoryService
 
 BLOCK_TAG = "knowledge-graph"
@@ -302,7 +303,7 @@ def build_context(
     *,
     owner: str | None,
     top_k: int = 3,
-    min_score: float = 0.3,
+    min_score: float = DEFAULT_MIN_SCORE,
     include_neighbors: bool = True,
     max_tokens: int | None = None,
     learner: str | None = None,
@@ -321,7 +322,7 @@ def build_context(
         owner: The agent: its memories plus shared ones (None: every owner).
         learner: Whose learned data the search uses and feeds (None: ``owner``).
         top_k: Most hits, at least 1.
-        min_score: Least fused score of a hit, in [0, 1].
+        min_score: Least calibrated score of a hit, in [0, 1].
         include_neighbors: Add the "Related notes (graph neighbors)" section.
         max_tokens: Token budget of the block (None: the ``context_max_tokens`` setting).
 

@@ -212,6 +212,7 @@ def top_hits(candidates: Sequence[Candidate], k: int, min_score: float = 0.0) ->
                 len(hits) + 1,
                 vector_score=entry.vector,
                 text_score=entry.text,
+                cosine=entry.cosine,
             )
         )
     return hits

@@ -23,6 +23,8 @@
 7. **pool signals** — the variants' evidence and the usage priors of the
    pool's memories (a variant's hits outside the pool are dropped).
 8. **ranking** — gains added and the top ``k`` chosen (:mod:`.ranking`).
+9. **calibration** — each hit's ``score`` becomes its calibrated relevance
+   (:mod:`.calibration`) and hits under ``min_score`` are dropped.
 
 Stages 2, 4 and the feedback part of 5 stay off until the scope (owner) has
 past queries with feedback, and anchors until some exist, so with no learned
@@ -54,6 +56,7 @@ from tribal_memory.learned.query_cache import (
 from tribal_memory.learned.text import query_key, rewording_of
 from tribal_memory.retrieval import signals as sig
 from tribal_memory.retrieval.automatic import choose_mode
+from tribal_memory.retrieval.calibration import calibrated
 from tribal_memory.retrieval.fusion import (
     Candidate,
     Normalisation,
@@ -192,12 +195,19 @@ class Retriever:
         candidates = self._fuse(q)
         self._pool_signals(q, signals, candidates)
         hits = self._rank(q, candidates, signals)
+        hits, cosine_range = self._calibrate(q, candidates, hits)
         took_ms = (time.perf_counter() - q.started) * 1000
         ran: SearchMode = "hybrid_expanded" if q.expand_graph and q.mode == "hybrid" else q.mode
         if mode == "summary":
             ran = "summary"
         return SearchResult(
-            tuple(hits), ran, q.fallback, took_ms, variant=_variant(q), filter_key=q.filter_key
+            tuple(hits),
+            ran,
+            q.fallback,
+            took_ms,
+            variant=_variant(q),
+            filter_key=q.filter_key,
+            cosine_range=cosine_range,
         )
 
     # -- stages -------------------------------------------------------------------------
@@ -234,13 +244,13 @@ class Retriever:
         """Stage 3: start the count and BM25, embed the query (BM25 alone: match anchors first)."""
         if q.mode == "text":  # whether anchored memories need the query vector to be scored
             self._match_anchors(q)
-        need_vector = q.mode != "text" or q.has_past or bool(q.anchored)
+        # Calibrated scores need the query vector in every mode (cosine is a feature).
         # The count (for the BM25 fallback and the store's exact-or-index choice)
         # and BM25 run on the store's event loop while the query is embedded.
         counting = self._store.start_count(q.filters) if q.mode != "text" else None
         if q.mode != "vector":
             q.text_search = self._store.start_text_search(q.query, q.filters, q.pool)
-        q.vector = self._embedder.embed(q.query, query=True) if need_vector else None
+        q.vector = self._embedder.embed(q.query, query=True)
         q.passing = counting.result() if counting is not None else None
         if q.mode == "hybrid" and q.passing is not None and q.passing < self.settings.fts_min_rows:
             q.mode, q.fallback, q.text_search = "vector", "vector", None
@@ -382,9 +392,31 @@ class Retriever:
             vector_weight=self._vector_weight(q.mode),
             normalisation=self._normalisation(q),
             k=q.k,
-            min_score=q.min_score,
+            min_score=0.0,  # calibrated scores decide (stage 9)
             score_ids=score_ids,
         )
+
+    def _calibrate(
+        self, q: SearchState, candidates: Sequence[Candidate], hits: list[Hit]
+    ) -> tuple[list[Hit], tuple[float, float] | None]:
+        """Stage 9: calibrated scores; hits under ``min_score`` dropped, ranks renumbered.
+
+        BM25 alone ran no vector search: the hits' own cosines stand in for
+        the candidates' range.
+        """
+        cosines = [c.cosine for c in candidates if c.cosine is not None]
+        if not cosines and hits and q.vector is not None:
+            scored = self._store.score_ids(q.vector, [h.memory.memory_id for h in hits], q.filters)
+            by_id = {s.memory.memory_id: s.score for s in scored}
+            hits = [dataclasses.replace(h, cosine=by_id.get(h.memory.memory_id)) for h in hits]
+            cosines = list(by_id.values())
+        if not cosines:  # nothing to calibrate against: the ranking score stands
+            kept = [h for h in hits if h.score >= q.min_score]
+            return [dataclasses.replace(h, rank=r) for r, h in enumerate(kept, 1)], None
+        cosine_range = (min(cosines), max(cosines))
+        scored_hits = calibrated(hits, q.query, cosine_range)
+        kept = [h for h in scored_hits if h.score >= q.min_score]
+        return [dataclasses.replace(h, rank=r) for r, h in enumerate(kept, 1)], cosine_range
 
     # -- helpers ------------------------------------------------------------------------
 

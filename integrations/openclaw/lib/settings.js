@@ -4,12 +4,12 @@ export const DEFAULTS = Object.freeze({
   baseUrl: "http://127.0.0.1:18960",
   timeoutMs: 10_000,
   maxResults: 6,
-  minScore: 0.35,
+  minScore: 0.08, // calibrated relevance: `tribal-memory bench calibration`
   captureTool: true,
   autoRecall: Object.freeze({
     enabled: true,
     topK: 3,
-    minScore: 0.3,
+    minScore: 0.08,
     includeNeighbors: true,
     timeoutMs: 3_000,
   }),

@@ -78,6 +78,8 @@ def hit_out(hit: Hit) -> HitOut:
         expanded_from=hit.expanded_from,
         boost=float(hit.boost),
         anchor_match=_optional_float(hit.anchor_match),
+        rank_score=_optional_float(hit.rank_score),
+        cosine=_optional_float(hit.cosine),
     )
 
 

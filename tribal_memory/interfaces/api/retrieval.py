@@ -95,8 +95,10 @@ class RetrievalController(Controller):
     ) -> SearchOut:
         """Search in the request's ``mode``: hybrid (vector + BM25, the default) or another.
 
-        Returns up to ``k`` hits, best first; each has its fused ``score`` and
-        the ``vector_score``/``text_score`` parts, all in [0, 1], higher better.
+        Returns up to ``k`` hits, best first; each has its calibrated ``score``
+        (the probability it answers the question, comparable across queries),
+        the ``rank_score`` that ranked it and the ``vector_score``/``text_score``
+        parts, all in [0, 1], higher better, and its raw ``cosine``.
         With too few visible memories for BM25, hybrid search runs on vectors
         alone and says so with ``fallback: "vector"``. No match is an empty list.
 

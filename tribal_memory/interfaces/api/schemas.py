@@ -290,8 +290,14 @@ class SearchRequest(RecallRequest):
 class HitOut(MemoryOut):
     """One ranked memory: its fields (:class:`MemoryOut`), then how it ranked.
 
-    ``score``: fused score that ranks the hit (in hybrid search with the
-    neighbour smoothing of ``tribal_memory.retrieval.fusion``). ``vector_score``: in
+    ``score``: calibrated relevance in [0, 1], the estimated probability
+    that the memory answers the question, on the same scale for every query
+    (``tribal_memory.retrieval.calibration``; ``min_score`` compares with it).
+    ``rank_score``: the relative score that ranked the hit (fusion, neighbour
+    smoothing and learned gains; null where it is ``score``); hits come in its
+    order, which ``score`` need not follow. ``cosine``: raw cosine similarity
+    of memory and query in [-1, 1] (null when not a vector candidate).
+    ``vector_score``: in
     hybrid search the cosine min-max normalised over the vector candidates, in
     ``vector`` mode the cosine clipped to [0, 1] (null when not a vector
     candidate). ``text_score``: in hybrid search BM25 min-max normalised over
@@ -312,6 +318,8 @@ class HitOut(MemoryOut):
     vector_score: float | None
     text_score: float | None
     rank: int
+    rank_score: float | None
+    cosine: float | None
     cached: bool
     expanded_from: str | None
     boost: float

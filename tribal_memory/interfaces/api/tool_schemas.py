@@ -14,6 +14,8 @@ from typing import Annotated, Literal
 
 import msgspec
 
+from tribal_memory.retrieval.calibration import DEFAULT_MIN_SCORE
+
 Score = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
 
 
@@ -181,7 +183,7 @@ class ContextRequest(msgspec.Struct, forbid_unknown_fields=True):
     """A prompt to build a ``<knowledge-graph>`` block for.
 
     ``agent_id``: the agent (its memories plus shared ones; null: every
-    owner). ``top_k`` (>= 1) hits with fused score >= ``min_score``;
+    owner). ``top_k`` (>= 1) hits with calibrated score >= ``min_score``;
     ``include_neighbors`` adds related notes; ``max_tokens`` overrides the
     ``context_max_tokens`` setting.
     """
@@ -189,7 +191,7 @@ class ContextRequest(msgspec.Struct, forbid_unknown_fields=True):
     prompt: str
     agent_id: str | None = None
     top_k: int = 3
-    min_score: Score = 0.3
+    min_score: Score = DEFAULT_MIN_SCORE
     include_neighbors: bool = True
     max_tokens: Annotated[int, msgspec.Meta(ge=1)] | None = None
 

@@ -23,6 +23,7 @@ from tribal_memory.interfaces.cli.options import DataDirOption, agent_owner
 from tribal_memory.interfaces.cli.output import Output
 from tribal_memory.interfaces.cli.root import app
 from tribal_memory.interfaces.cli.run import Run, with_run
+from tribal_memory.retrieval.calibration import DEFAULT_MIN_SCORE
 
 if TYPE_CHECKING:
     from mcp.server.transport_security import TransportSecuritySettings
@@ -119,8 +120,8 @@ def context(
     agent: AgentOption = None,
     top_k: Annotated[int, typer.Option("--top-k", "-k", min=1, help="Most hits.")] = 3,
     min_score: Annotated[
-        float, typer.Option(min=0.0, max=1.0, help="Least fused score of a hit.")
-    ] = 0.3,
+        float, typer.Option(min=0.0, max=1.0, help="Least calibrated score of a hit.")
+    ] = DEFAULT_MIN_SCORE,
     neighbors: Annotated[
         bool, typer.Option("--neighbors/--no-neighbors", help="Add related notes.")
     ] = True,

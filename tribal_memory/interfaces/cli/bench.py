@@ -47,6 +47,52 @@ def bench_locomo(
     return Output([report], [*text, *_written(out)])
 
 
+@bench_app.command("calibration")
+@with_run(data_dir=False)
+def bench_calibration(
+    run: Run,
+    path: Annotated[Path, typer.Argument(help="A LoCoMo-format JSON file.")],
+    out: OutOption = None,
+    fit: Annotated[
+        bool, typer.Option("--fit", help="Also fit the relevance model on the fit half.")
+    ] = False,
+    limit_samples: LimitSamplesOption = None,
+) -> Output:
+    """Calibrated scores: AUROC of the top hit's score, answerable against off-topic questions."""
+    from tribal_memory.bench.calibration import run_calibration_bench
+
+    try:
+        report = run_calibration_bench(
+            path, out, refit=fit, limit_samples=limit_samples, progress=not run.json
+        )
+    except ValueError as error:
+        raise InvalidInput(str(error)) from error
+    columns = ("answerable_keep", "off_topic_inject", "nonsense_inject", "evidence_kept")
+    text: list[RenderableType] = []
+    halves = [("served", report)]
+    if "fitted" in report:
+        halves.append(("fitted", report["fitted"]))
+    for label, figures in halves:
+        for half in ("fit", "held_out"):
+            part = figures[half]
+            table = Table(
+                "min_score",
+                *columns,
+                title=f"{label} model, {half} half: AUROC {part['auroc']} "
+                f"(ranking score {part['auroc_rank_score']})",
+            )
+            for threshold, row in part["by_min_score"].items():
+                table.add_row(threshold, *(f"{row[c]:.3f}" for c in columns))
+            text.append(table)
+    if "fitted" in report:
+        fitted = report["fitted"]
+        text.append(
+            f"fitted: intercept {fitted['intercept']}, weights {fitted['weights']}, "
+            f"min_score {fitted['min_score']}"
+        )
+    return Output([report], [*text, *_written(out)])
+
+
 def _written(out: Path | None) -> list[str]:
     return [] if out is None else [f"report written to {out}"]
 

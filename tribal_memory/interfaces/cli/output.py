@@ -179,6 +179,8 @@ def hits_output(result: SearchResult, *, context: bool = False) -> Output:
             "score": hit.score,
             "vector_score": hit.vector_score,
             "text_score": hit.text_score,
+            "rank_score": hit.rank_score,
+            "cosine": hit.cosine,
             "cached": hit.cached,
             "expanded_from": hit.expanded_from,
             "boost": hit.boost,

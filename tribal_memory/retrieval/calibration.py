@@ -1,0 +1,159 @@
+"""Calibrated relevance: a hit's ``score`` as a probability that means the same across queries.
+
+The ranking score of a search (:mod:`.fusion`, :mod:`.ranking`) is relative:
+min-max normalisation gives the best candidate of any query, even a nonsense
+one, a vector part of 1. The score a caller sees is instead the estimated
+probability that the memory is evidence for the question, from a logistic
+model (Platt, "Probabilistic outputs for support vector machines", 1999:
+a sigmoid fitted to held-out labels) over four features of the hit:
+
+- ``cosine``: its cosine similarity to the query (a memory found by BM25
+  alone counts the lowest cosine among the vector candidates, the most it
+  can have had);
+- ``coverage``: the share of the question's content words (stop words
+  dropped, Snowball stems) found in the memory;
+- ``inverse_rank``: ``1 / rank`` in this search;
+- ``top_cosine``: the best cosine of any vector candidate (how close the
+  store comes to the question at all, the same for every hit of a query).
+
+The weights are fitted by ``tribal-memory bench calibration --fit`` on
+LoCoMo development conversations: every hit in the top 10 of a plain hybrid
+search labelled 1 when it is one of the question's evidence turns, 0
+otherwise, with each conversation's questions also asked of another
+conversation's store and nonsense strings asked of every store (all hits 0).
+:data:`DEFAULT_MODEL` holds the fitted weights; the command and result file
+are in ``docs/benchmarks.md``.
+
+The order of the hits is the ranking's; the calibrated score need not fall
+down the list (a rank-3 hit can be likelier evidence than the rank-1 one).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from tribal_memory.base.results import Hit
+from tribal_memory.learned.text import content_terms, stem
+
+FEATURES: tuple[str, ...] = ("cosine", "coverage", "inverse_rank", "top_cosine")
+"""The model's features, in weight order."""
+
+
+@dataclass(frozen=True, slots=True)
+class RelevanceModel:
+    """Logistic relevance model: ``sigmoid(intercept + weights . features)``, in (0, 1).
+
+    ``weights`` follow :data:`FEATURES`.
+    """
+
+    intercept: float
+    weights: tuple[float, float, float, float]
+
+    def probability(self, features: Sequence[float]) -> float:
+        """The modelled probability that a hit with these features is relevant, in (0, 1)."""
+        z = self.intercept + sum(w * x for w, x in zip(self.weights, features, strict=True))
+        return 1.0 / (1.0 + math.exp(-z)) if z > -700 else 0.0
+
+
+DEFAULT_MODEL = RelevanceModel(intercept=-7.478, weights=(1.495, 4.629, 1.658, 1.626))
+"""Fitted by ``tribal-memory bench calibration --fit`` (see the module docstring)."""
+
+DEFAULT_MIN_SCORE = 0.08
+"""The ``min_score`` of ``/v1/context`` and the agent tools when the caller gives
+none: chosen by ``bench calibration --fit`` on its fit half (best Youden index)."""
+
+
+def query_stems(query: str) -> frozenset[str]:
+    """Stems of the question's content words (stop and question words dropped)."""
+    return frozenset(stem(w) for w in content_terms(query))
+
+
+def coverage(stems: frozenset[str], content: str) -> float:
+    """Share of ``stems`` found among the stems of ``content``'s words, in [0, 1] (0: no stems)."""
+    if not stems:
+        return 0.0
+    found = {stem(w) for w in content_terms(content)}
+    return len(stems & found) / len(stems)
+
+
+def features(
+    hit: Hit, stems: frozenset[str], cosine_range: tuple[float, float]
+) -> tuple[float, float, float, float]:
+    """The model's features of one hit (see the module docstring), in :data:`FEATURES` order.
+
+    Args:
+        hit: The hit, with its 1-based ``rank`` and raw ``cosine`` (None: not
+            a vector candidate).
+        stems: :func:`query_stems` of the question.
+        cosine_range: (lowest, highest) cosine among the search's vector candidates.
+    """
+    low, high = cosine_range
+    cosine = hit.cosine if hit.cosine is not None else low
+    return (cosine, coverage(stems, hit.memory.content), 1.0 / hit.rank, high)
+
+
+def calibrated(
+    hits: Sequence[Hit],
+    query: str,
+    cosine_range: tuple[float, float],
+    model: RelevanceModel = DEFAULT_MODEL,
+) -> list[Hit]:
+    """``hits`` with ``score`` set to their calibrated relevance, order and ranks unchanged.
+
+    Each hit's former score is kept as ``rank_score``.
+
+    Args:
+        hits: Ranked hits (rank 1..n) with their ranking ``score``.
+        query: The question.
+        cosine_range: (lowest, highest) cosine among the search's vector candidates.
+        model: The relevance model.
+
+    Returns:
+        New hits, ``score`` in (0, 1).
+    """
+    stems = query_stems(query)
+    return [
+        replace(
+            hit,
+            score=model.probability(features(hit, stems, cosine_range)),
+            rank_score=hit.score,
+        )
+        for hit in hits
+    ]
+
+
+def fit(x: np.ndarray, y: np.ndarray, *, l2: float = 1e-3, steps: int = 50) -> RelevanceModel:
+    """Fit the logistic model by Newton's method (iteratively reweighted least squares).
+
+    Args:
+        x: Features, shape ``(n, 4)`` in :data:`FEATURES` order.
+        y: Labels, shape ``(n,)``, 1 relevant and 0 not.
+        l2: Ridge penalty on the weights (not the intercept).
+        steps: Newton steps (the loss is convex; 50 is far past convergence).
+
+    Returns:
+        The fitted :class:`RelevanceModel`.
+
+    Raises:
+        ValueError: ``x`` and ``y`` disagree in length, or the labels are all one class.
+    """
+    if len(x) != len(y):
+        raise ValueError(f"{len(x)} feature rows but {len(y)} labels")
+    if len(set(np.asarray(y).tolist())) < 2:
+        raise ValueError("the labels need both classes")
+    design = np.column_stack([np.ones(len(x)), np.asarray(x, dtype=np.float64)])
+    target = np.asarray(y, dtype=np.float64)
+    w = np.zeros(design.shape[1])
+    ridge = l2 * np.eye(len(w))
+    ridge[0, 0] = 0.0
+    for _ in range(steps):
+        p = 1.0 / (1.0 + np.exp(-(design @ w)))
+        gradient = design.T @ (p - target) + ridge @ w
+        hessian = (design * (p * (1.0 - p))[:, None]).T @ design + ridge
+        w -= np.linalg.solve(hessian, gradient)
+    weights = tuple(round(float(v), 3) for v in w[1:])
+    return RelevanceModel(round(float(w[0]), 3), weights)  # type: ignore[arg-type]
