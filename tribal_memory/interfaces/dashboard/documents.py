@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 from litestar import get, post
 from litestar.enums import RequestEncodingType
-from litestar.params import Body
+from litestar.params import Body, FromQuery
 from litestar.plugins.htmx import HTMXRequest
 from litestar.response import Template
 
@@ -83,8 +83,8 @@ def documents_page(
 def document_tree(
     service: Service,
     owner_scope: OwnerScope,
-    path: str,
-    doc_owner: str | None = None,
+    path: FromQuery[str],
+    doc_owner: FromQuery[str | None] = None,
 ) -> Template:
     """One document's sections with their summaries and chunks (a fragment).
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from litestar import get
+from litestar.params import FromQuery
 from litestar.plugins.htmx import HTMXRequest
 from litestar.response import Template
 
@@ -49,9 +50,9 @@ def learning_page(
     request: HTMXRequest,
     service: Service,
     caller: CallerDep,
-    owner: str | None = None,
-    bucket: str | None = None,
-    since: str | None = None,
+    owner: FromQuery[str | None] = None,
+    bucket: FromQuery[str | None] = None,
+    since: FromQuery[str | None] = None,
 ) -> Template:
     """What the learned layer did for the owner, as figures and server-drawn SVG charts.
 

@@ -8,7 +8,7 @@ from urllib.parse import quote
 
 from litestar import Controller, get, post
 from litestar.enums import RequestEncodingType
-from litestar.params import Body
+from litestar.params import Body, FromPath, FromQuery
 from litestar.plugins.htmx import ClientRedirect, HTMXRequest
 from litestar.response import Redirect, Response, Template
 
@@ -79,12 +79,12 @@ class MemoryPages(Controller):
         service: Service,
         caller: CallerDep,
         owner_scope: OwnerScope,
-        kind: str | None = None,
-        tag: str | None = None,
-        source: str | None = None,
-        since: str | None = None,
-        until: str | None = None,
-        after: str | None = None,
+        kind: FromQuery[str | None] = None,
+        tag: FromQuery[str | None] = None,
+        source: FromQuery[str | None] = None,
+        since: FromQuery[str | None] = None,
+        until: FromQuery[str | None] = None,
+        after: FromQuery[str | None] = None,
     ) -> Template:
         """Memories passing the filters, one page by id; htmx swaps only the rows."""
         kind, tag, source = blank(kind), blank(tag), blank(source)
@@ -118,7 +118,7 @@ class MemoryPages(Controller):
     def detail(
         self,
         request: HTMXRequest,
-        memory_id: str,
+        memory_id: FromPath[str],
         service: Service,
         caller: CallerDep,
         owner_scope: OwnerScope,
@@ -135,7 +135,7 @@ class MemoryPages(Controller):
 
     @get("/{memory_id:str}/edit", sync_to_thread=True)
     def edit_form(
-        self, memory_id: str, service: Service, caller: CallerDep, owner_scope: OwnerScope
+        self, memory_id: FromPath[str], service: Service, caller: CallerDep, owner_scope: OwnerScope
     ) -> Template:
         """The edit form of a memory (a fragment swapped into its page)."""
         memory = service.get(memory_id, owner=owner_scope)
@@ -148,7 +148,7 @@ class MemoryPages(Controller):
     def edit(
         self,
         request: HTMXRequest,
-        memory_id: str,
+        memory_id: FromPath[str],
         data: FormBody,
         service: Service,
         caller: CallerDep,
@@ -180,7 +180,7 @@ class MemoryPages(Controller):
     def delete_confirm(
         self,
         request: HTMXRequest,
-        memory_id: str,
+        memory_id: FromPath[str],
         service: Service,
         caller: CallerDep,
         owner_scope: OwnerScope,
@@ -200,7 +200,7 @@ class MemoryPages(Controller):
     def delete(
         self,
         request: HTMXRequest,
-        memory_id: str,
+        memory_id: FromPath[str],
         data: FormBody,
         service: Service,
         caller: CallerDep,
@@ -221,10 +221,10 @@ class MemoryPages(Controller):
     @get("/{memory_id:str}/neighbors", sync_to_thread=True)
     def neighbours(
         self,
-        memory_id: str,
+        memory_id: FromPath[str],
         service: Service,
         owner_scope: OwnerScope,
-        steps: str | None = None,
+        steps: FromQuery[str | None] = None,
     ) -> Template:
         """The memory's graph neighbourhood (a fragment): memories within ``steps`` hops."""
         found: list[Neighbor] = service.neighbors(

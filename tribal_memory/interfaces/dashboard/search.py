@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import get_args
 
 from litestar import get
+from litestar.params import FromQuery
 from litestar.plugins.htmx import HTMXRequest
 from litestar.response import Template
 
@@ -52,9 +53,9 @@ def search_page(
     service: Service,
     caller: CallerDep,
     owner_scope: OwnerScope,
-    q: str | None = None,
-    mode: str | None = None,
-    k: str | None = None,
+    q: FromQuery[str | None] = None,
+    mode: FromQuery[str | None] = None,
+    k: FromQuery[str | None] = None,
 ) -> Template:
     """The playground; with a query ``q``, the search run twice (learned parts on, then off).
 
