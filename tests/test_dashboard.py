@@ -148,6 +148,8 @@ def test_list_filters_by_owner_kind_tag_source_and_time(open_client: TestClient[
     assert shown("") == {"deploy key", "dark roast", "staging password", "three replicas"}
     assert shown("owner=bob") == {"staging password", "three replicas"}
     assert shown("tag=ops") == {"deploy key", "staging password"}
+    # The filter form sends every field; empty ones filter nothing.
+    assert shown("owner=&kind=&tag=ops&source=&since=&until=") == {"deploy key", "staging password"}
     assert shown("source=wiki") == {"three replicas"}
     assert shown("owner=alice&tag=personal") == {"dark roast"}
     assert shown("until=2024-03-01") == {"dark roast"}

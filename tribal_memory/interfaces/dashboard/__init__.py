@@ -13,12 +13,14 @@ from pathlib import Path
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 from litestar import Router, get
+from litestar.di import Provide
 from litestar.plugins.jinja import JinjaTemplateEngine
 from litestar.response import Redirect
 from litestar.static_files import create_static_files_router
 from litestar.template.config import TemplateConfig
 
 from tribal_memory.interfaces.api.auth import PUBLIC
+from tribal_memory.interfaces.dashboard.common import provide_form_owner_scope
 from tribal_memory.interfaces.dashboard.documents import document_tree, documents_page, optimize
 from tribal_memory.interfaces.dashboard.errors import DASHBOARD_EXCEPTION_HANDLERS
 from tribal_memory.interfaces.dashboard.learning import learning_page
@@ -75,6 +77,7 @@ def dashboard_router() -> Router:
             optimize,
             static,
         ],
+        dependencies={"owner_scope": Provide(provide_form_owner_scope, sync_to_thread=False)},
         exception_handlers=DASHBOARD_EXCEPTION_HANDLERS,
         include_in_schema=False,
     )

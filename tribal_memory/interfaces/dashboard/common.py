@@ -6,11 +6,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, time
 from typing import Any
 
+from litestar.params import FromQuery
 from litestar.plugins.htmx import HTMXRequest
 from litestar.response import Template
 
 from tribal_memory.auth.policy import Caller
 from tribal_memory.base.errors import InvalidInput
+from tribal_memory.interfaces.api.auth import CallerDep
 
 FORM_MEDIA_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
 """Body media types of the dashboard's form posts (``opt["body_media_types"]``)."""
@@ -95,3 +97,12 @@ def parse_int(value: str | None, name: str, default: int) -> int:
 def split_tags(value: str | None) -> tuple[str, ...]:
     """Comma-separated tags of a form field, stripped, blanks dropped."""
     return tuple(t.strip() for t in (value or "").split(",") if t.strip())
+
+
+def provide_form_owner_scope(caller: CallerDep, owner: FromQuery[str | None] = None) -> str | None:
+    """The API's ``owner_scope`` for forms: an empty ``owner`` field means no owner named.
+
+    Raises:
+        Forbidden: a non-admin key named another owner (403).
+    """
+    return caller.scope(blank(owner))
