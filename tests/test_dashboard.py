@@ -302,6 +302,12 @@ def test_forms_from_a_foreign_origin_are_refused(open_client: TestClient[Litesta
         headers={**FORM, "Origin": "https://evil.example"},
     )
     assert answer.status_code == 403
+    cross_site = open_client.post(
+        f"/ui/memories/{names['coffee']}/delete",
+        data={},
+        headers={**FORM, "Sec-Fetch-Site": "cross-site"},
+    )
+    assert cross_site.status_code == 403 and "own pages" in cross_site.text
     assert _service(open_client).get(names["coffee"])
     json_body = open_client.post(
         f"/ui/memories/{names['coffee']}/delete",

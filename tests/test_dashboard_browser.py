@@ -110,10 +110,13 @@ def browser() -> Iterator[object]:
     if executable is None:
         pytest.skip("no Chromium binary (apt-get install chromium); the browser tests need one")
     with sync_api.sync_playwright() as playwright:
-        launched = playwright.chromium.launch(
-            executable_path=executable,
-            args=["--no-sandbox", "--disable-background-networking", "--disable-gpu"],
-        )
+        try:
+            launched = playwright.chromium.launch(
+                executable_path=executable,
+                args=["--no-sandbox", "--disable-background-networking", "--disable-gpu"],
+            )
+        except sync_api.Error as exc:
+            pytest.skip(f"Playwright could not start {executable}: {exc.message.splitlines()[0]}")
         try:
             yield launched
         finally:

@@ -20,7 +20,7 @@ from litestar.static_files import create_static_files_router
 from litestar.template.config import TemplateConfig
 
 from tribal_memory.interfaces.api.auth import PUBLIC
-from tribal_memory.interfaces.dashboard.common import provide_form_owner_scope
+from tribal_memory.interfaces.dashboard.common import provide_form_owner_scope, same_origin_forms
 from tribal_memory.interfaces.dashboard.documents import document_tree, documents_page, optimize
 from tribal_memory.interfaces.dashboard.errors import DASHBOARD_EXCEPTION_HANDLERS
 from tribal_memory.interfaces.dashboard.learning import learning_page
@@ -78,6 +78,7 @@ def dashboard_router() -> Router:
             static,
         ],
         dependencies={"owner_scope": Provide(provide_form_owner_scope, sync_to_thread=False)},
+        guards=[same_origin_forms],
         exception_handlers=DASHBOARD_EXCEPTION_HANDLERS,
         include_in_schema=False,
     )

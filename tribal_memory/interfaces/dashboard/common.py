@@ -6,12 +6,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, time
 from typing import Any
 
+from litestar.connection import ASGIConnection
+from litestar.handlers.base import BaseRouteHandler
 from litestar.params import FromQuery
 from litestar.plugins.htmx import HTMXRequest
 from litestar.response import Template
 
 from tribal_memory.auth.policy import Caller
-from tribal_memory.base.errors import InvalidInput
+from tribal_memory.base.errors import Forbidden, InvalidInput
 from tribal_memory.interfaces.api.auth import CallerDep
 
 FORM_MEDIA_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
@@ -106,3 +108,26 @@ def provide_form_owner_scope(caller: CallerDep, owner: FromQuery[str | None] = N
         Forbidden: a non-admin key named another owner (403).
     """
     return caller.scope(blank(owner))
+
+
+_SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+_SAME_SITE = frozenset({"same-origin", "none"})
+
+
+async def same_origin_forms(
+    connection: ASGIConnection[Any, Any, Any, Any], handler: BaseRouteHandler
+) -> None:
+    """Guard of the ``/ui`` router: a form post must come from a page of this server.
+
+    :class:`~tribal_memory.interfaces.api.browser.BrowserGuard` already refuses
+    a foreign ``Origin``; this also refuses a post a browser marks as sent
+    from another site (``Sec-Fetch-Site``), should a browser leave ``Origin`` out.
+
+    Raises:
+        Forbidden: 403, an unsafe method whose ``Sec-Fetch-Site`` is another site.
+    """
+    if connection.scope.get("method", "GET") in _SAFE_METHODS:
+        return
+    site = connection.headers.get("sec-fetch-site")
+    if site is not None and site.lower() not in _SAME_SITE:
+        raise Forbidden(f"dashboard forms are only accepted from its own pages (sent {site})")
