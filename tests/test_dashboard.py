@@ -315,3 +315,49 @@ def test_forms_from_a_foreign_origin_are_refused(open_client: TestClient[Litesta
         headers={"Content-Type": "application/json"},
     )
     assert json_body.status_code == 415
+
+
+def test_errors_of_htmx_requests_are_fragments_and_stale_forms_are_refused(
+    open_client: TestClient[Litestar],
+) -> None:
+    names = _seed(_service(open_client))
+    missing = open_client.get(
+        "/ui/memories/00000000-0000-0000-0000-000000000000/edit", headers={"HX-Request": "true"}
+    )
+    assert missing.status_code == 404
+    assert "<html" not in missing.text and "not_found" in missing.text
+    form = open_client.get(f"/ui/memories/{names['coffee']}/edit").text
+    version = re.search(r'name="version" value="([0-9a-f]+)"', form)
+    assert version is not None
+    _service(open_client).add_anchor(names["coffee"], "what does alice drink")  # no new version
+    first = {"content": "Alice drinks tea", "kind": "fact", "tags": "", "version": version[1]}
+    assert (
+        open_client.post(
+            f"/ui/memories/{names['coffee']}/edit", data=first, headers=FORM, follow_redirects=False
+        ).status_code
+        == 303
+    )
+    listed = _service(open_client).list_page(
+        SearchFilters(owner="alice", include_shared=False, tags=()), limit=10
+    )
+    tea = next(m for m in listed.memories if m.content == "Alice drinks tea")
+    stale = open_client.post(
+        f"/ui/memories/{tea.memory_id}/delete", data={"version": version[1]}, headers=FORM
+    )
+    assert stale.status_code == 412 and "precondition" in stale.text.lower()
+    assert _service(open_client).get(tea.memory_id)
+
+
+def test_memory_history_is_scoped_to_the_viewer(secured: TestClient[Litestar]) -> None:
+    names = _seed(_service(secured))
+    service = _service(secured)
+    found = service.recall_with_feedback(
+        "how many replicas does production run", k=4, filters=SearchFilters(owner="bob")
+    )
+    service.record_usage_feedback(found.retrieval_id or "", [names["replicas"]])
+    _login(secured, "alice")
+    alice_view = secured.get(f"/ui/memories/{names['replicas']}").text
+    assert "how many replicas" not in alice_view  # bob's question stays bob's
+    _login(secured, "ops", admin=True)
+    admin_view = secured.get(f"/ui/memories/{names['replicas']}").text
+    assert "how many replicas does production run" in admin_view

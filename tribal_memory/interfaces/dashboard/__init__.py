@@ -19,6 +19,7 @@ from litestar.response import Redirect
 from litestar.static_files import create_static_files_router
 from litestar.template.config import TemplateConfig
 
+from tribal_memory.base.models import version_of
 from tribal_memory.interfaces.api.auth import PUBLIC
 from tribal_memory.interfaces.dashboard.common import provide_form_owner_scope, same_origin_forms
 from tribal_memory.interfaces.dashboard.documents import document_tree, documents_page, optimize
@@ -50,6 +51,7 @@ def template_config() -> TemplateConfig[JinjaTemplateEngine]:
         lstrip_blocks=True,
     )
     environment.globals["htmx_js"] = f"{DASHBOARD_PATH}/static/{HTMX_FILE}"
+    environment.filters["version"] = version_of
     return TemplateConfig(instance=JinjaTemplateEngine.from_environment(environment))
 
 

@@ -2,7 +2,9 @@
 
 A 401 (no key, or a revoked one) sends the browser to ``/ui/login`` (an htmx
 request gets ``HX-Redirect``); every other error renders ``error.html`` with
-the status and the same ``code`` and message the JSON API would give.
+the status and the same ``code`` and message the JSON API would give (an htmx
+request gets the error as a fragment, which the page swaps in where the
+answer was to go).
 """
 
 from __future__ import annotations
@@ -26,8 +28,9 @@ def _page(request: Request[Any, Any, Any], status: int, code: str, detail: str) 
         if request.headers.get("hx-request") == "true":
             return ClientRedirect(LOGIN_PATH)
         return Redirect(LOGIN_PATH, status_code=303)
+    htmx = request.headers.get("hx-request") == "true"
     return Template(
-        template_name="error.html",
+        template_name="partials/error.html" if htmx else "error.html",
         context={"status": status, "code": code, "detail": detail},
         status_code=status,
         media_type=MediaType.HTML,
