@@ -361,3 +361,34 @@ def test_memory_history_is_scoped_to_the_viewer(secured: TestClient[Litestar]) -
     _login(secured, "ops", admin=True)
     admin_view = secured.get(f"/ui/memories/{names['replicas']}").text
     assert "how many replicas does production run" in admin_view
+
+
+def test_agent_feedback_moves_a_memory_up_in_the_learned_column(
+    open_client: TestClient[Litestar],
+) -> None:
+    service = _service(open_client)
+    texts = [
+        "Deploys run from the release pipeline on merge",
+        "The deploy key rotates monthly",
+        "Staging deploys need a manual approval",
+        "Rollbacks use the previous image tag",
+        "Deploy windows are Tuesday and Thursday",
+    ]
+    ids = [
+        r.memory.memory_id
+        for r in service.capture_batch([MemoryInput(t, owner="alice") for t in texts])
+    ]
+    url = "/ui/search?q=how+do+we+deploy&owner=alice"
+    before = open_client.get(url).text
+    assert "▲" not in before and "▼" not in before  # nothing learned: the columns agree
+    for _ in range(3):  # an agent keeps using the rollback memory for this question
+        found = service.recall_with_feedback(
+            "how do we deploy", k=5, filters=SearchFilters(owner="alice")
+        )
+        service.record_usage_feedback(found.retrieval_id or "", [ids[3]])
+    learned, plain = open_client.get(url).text.split("<h2>Plain</h2>")
+    first_learned = learned.split('<tr class="hit">', 1)[1].split("</tr>", 1)[0]
+    assert "Rollbacks use the previous image tag" in first_learned
+    assert re.search(r"▲\d", first_learned)
+    first_plain = plain.split('<tr class="hit">', 1)[1].split("</tr>", 1)[0]
+    assert "Rollbacks" not in first_plain
