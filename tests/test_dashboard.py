@@ -392,3 +392,11 @@ def test_agent_feedback_moves_a_memory_up_in_the_learned_column(
     assert re.search(r"▲\d", first_learned)
     first_plain = plain.split('<tr class="hit">', 1)[1].split("</tr>", 1)[0]
     assert "Rollbacks" not in first_plain
+
+
+def test_the_dashboard_can_be_switched_off(tmp_path: Path, embedder: FastEmbedEmbedder) -> None:
+    settings = Settings(data_dir=tmp_path / "data", auth="off", dashboard=False)
+    with TestClient(base_url=LOCAL_URL, app=create_app(settings, embedder=embedder)) as client:
+        answer = client.get("/ui/memories")
+        assert answer.status_code == 404 and answer.json()["error"] == "not_found"
+        assert client.get("/v1/memories").status_code == 200

@@ -82,7 +82,8 @@ def _cors_config(origins: tuple[str, ...]) -> CORSConfig | None:
 def create_app(settings: Settings, *, embedder: Embedder | None = None) -> Litestar:
     """Build the HTTP API over the data dir and model named by ``settings``.
 
-    The web dashboard is served at ``/ui`` (:mod:`tribal_memory.interfaces.dashboard`).
+    The web dashboard is served at ``/ui`` (:mod:`tribal_memory.interfaces.dashboard`)
+    unless ``settings.dashboard`` is false.
     Browser requests are held to :class:`~tribal_memory.interfaces.api.browser.BrowserGuard`'s
     rules (``allowed_hosts``, ``cors_origins``); with ``cors_origins`` set,
     those origins also get CORS headers and preflight answers.
@@ -130,7 +131,7 @@ def create_app(settings: Settings, *, embedder: Embedder | None = None) -> Lites
             import_,
             health,
             swagger_static_router(),
-            dashboard_router(),
+            *([dashboard_router()] if settings.dashboard else []),
         ],
         dependencies={**DEPENDENCIES, **AUTH_DEPENDENCIES},
         guards=[authenticate],
@@ -140,7 +141,7 @@ def create_app(settings: Settings, *, embedder: Embedder | None = None) -> Lites
         before_request=require_utf8_body,
         lifespan=[service_lifespan],
         openapi_config=openapi_config(),
-        template_config=template_config(),
+        template_config=template_config() if settings.dashboard else None,
         plugins=[HTMXPlugin()],
         request_max_body_size=settings.max_request_bytes,
         state=State(
