@@ -103,7 +103,8 @@ class Settings(BaseSettings):
     comma-separated. Unset: requests carrying a foreign ``Origin`` get 403."""
 
     dashboard: bool = True
-    """Serve the web dashboard at ``/ui`` (same keys and owner scoping as the API); false: no ``/ui``."""
+    """Serve the web dashboard at ``/ui`` (same keys and owner scoping as the API);
+    false: no ``/ui``."""
 
     max_content_chars: int = Field(default=20_000, ge=1)
     """Longest memory content accepted, in characters (longer: HTTP 413)."""
