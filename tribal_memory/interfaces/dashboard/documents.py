@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated
 
 from litestar import get, post
 from litestar.enums import RequestEncodingType
@@ -16,6 +16,7 @@ from tribal_memory.base.models import DocumentInfo, Memory, SearchFilters
 from tribal_memory.interfaces.api.auth import CallerDep, OwnerScope
 from tribal_memory.interfaces.api.deps import Service
 from tribal_memory.interfaces.dashboard.common import FORM_OPT, blank, chrome, render
+from tribal_memory.service.memory_service import MemoryService
 
 MAX_SUMMARIES = 500
 """Most summary memories read for one document's tree."""
@@ -58,7 +59,7 @@ class DocumentsView:
 
 
 def _documents_view(
-    service: Any, owner_scope: str | None, admin: bool, owner: str, optimized: bool
+    service: MemoryService, owner_scope: str | None, admin: bool, owner: str, optimized: bool
 ) -> DocumentsView:
     health = service.table_health() if admin else None
     version = service.stats().table_version if admin else None

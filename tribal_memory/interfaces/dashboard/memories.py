@@ -27,6 +27,7 @@ from tribal_memory.interfaces.dashboard.common import (
     split_tags,
 )
 from tribal_memory.learned.history import MemoryHistory
+from tribal_memory.service.memory_service import MemoryService
 
 PAGE_SIZE = 50
 """Memories per page of the list."""
@@ -240,7 +241,7 @@ def _memory_url(memory_id: str, owner: str | None) -> str:
     return f"/ui/memories/{quote(memory_id)}" + (f"?owner={quote(owner)}" if owner else "")
 
 
-def _detail(service: Any, memory_id: str, owner: str | None) -> MemoryDetail:
+def _detail(service: MemoryService, memory_id: str, owner: str | None) -> MemoryDetail:
     memory = service.get(memory_id, owner=owner)
     return MemoryDetail(
         memory=memory,
