@@ -102,6 +102,10 @@ class Settings(BaseSettings):
     """Web origins (``https://app.example``, or ``*``) allowed to call the API from a browser,
     comma-separated. Unset: requests carrying a foreign ``Origin`` get 403."""
 
+    dashboard: bool = True
+    """Serve the web dashboard at ``/ui`` (same keys and owner scoping as the API);
+    false: no ``/ui``."""
+
     max_content_chars: int = Field(default=20_000, ge=1)
     """Longest memory content accepted, in characters (longer: HTTP 413)."""
     max_tags: int = Field(default=256, ge=1)

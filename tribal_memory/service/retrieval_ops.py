@@ -35,6 +35,7 @@ from tribal_memory.embeddings.base import Embedder, Vector
 from tribal_memory.graph.queries import GraphQueries, check_traversal
 from tribal_memory.learned.anchors import owners_for
 from tribal_memory.learned.feedback import RetrievalEvent
+from tribal_memory.learned.history import MemoryHistory, memory_history
 from tribal_memory.learned.learner import Learner, event_results, scope_of
 from tribal_memory.learned.stats import Bucket, RetrievalStats, retrieval_stats
 from tribal_memory.retrieval import Retriever, VariantPins
@@ -318,6 +319,29 @@ class RetrievalOperations:
         if event is None or (owner is not None and event.owner != owner):
             raise NotFound(f"no retrieval with id {retrieval_id}")
         return event
+
+    def memory_history(
+        self, memory_id: str, *, owner: str | None = None, limit: int = 50
+    ) -> MemoryHistory:
+        """The questions feedback tied to a memory and the recent retrievals that returned it.
+
+        Args:
+            memory_id: The memory.
+            owner: Whose view: the memory must be visible to it, and only its
+                feedback and retrievals are listed (None: every owner's).
+            limit: Most entries of each list, 1 to ``max_k``.
+
+        Returns:
+            See :class:`~tribal_memory.learned.history.MemoryHistory`; empty
+            lists when nothing was learned about the memory.
+
+        Raises:
+            NotFound: no such memory visible to ``owner``.
+            InvalidInput: limit < 1. TooLarge: limit over ``max_k``.
+        """
+        check_k(limit, self.settings.max_k)
+        self.core.get(memory_id, owner=owner)
+        return memory_history(self.db, memory_id, owner=owner, limit=limit)
 
     def session_memory_ids(self, event: RetrievalEvent) -> tuple[str, ...]:
         """Memories feedback on ``event`` may name; never raises.

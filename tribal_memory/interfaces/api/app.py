@@ -17,6 +17,7 @@ from litestar import Litestar, Request
 from litestar.config.cors import CORSConfig
 from litestar.datastructures import State
 from litestar.exceptions import ValidationException
+from litestar.plugins.htmx import HTMXPlugin
 
 from tribal_memory.base.config import Settings
 from tribal_memory.embeddings.base import Embedder
@@ -41,6 +42,7 @@ from tribal_memory.interfaces.api.retrieval import RetrievalController
 from tribal_memory.interfaces.api.stats import owner_stats, retrieval_stats, stats
 from tribal_memory.interfaces.api.tools import ToolsController
 from tribal_memory.interfaces.api.transfer import export, import_
+from tribal_memory.interfaces.dashboard import dashboard_router, template_config
 from tribal_memory.service.memory_service import MemoryService
 
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -80,6 +82,8 @@ def _cors_config(origins: tuple[str, ...]) -> CORSConfig | None:
 def create_app(settings: Settings, *, embedder: Embedder | None = None) -> Litestar:
     """Build the HTTP API over the data dir and model named by ``settings``.
 
+    The web dashboard is served at ``/ui`` (:mod:`tribal_memory.interfaces.dashboard`)
+    unless ``settings.dashboard`` is false.
     Browser requests are held to :class:`~tribal_memory.interfaces.api.browser.BrowserGuard`'s
     rules (``allowed_hosts``, ``cors_origins``); with ``cors_origins`` set,
     those origins also get CORS headers and preflight answers.
@@ -127,6 +131,7 @@ def create_app(settings: Settings, *, embedder: Embedder | None = None) -> Lites
             import_,
             health,
             swagger_static_router(),
+            *([dashboard_router()] if settings.dashboard else []),
         ],
         dependencies={**DEPENDENCIES, **AUTH_DEPENDENCIES},
         guards=[authenticate],
@@ -136,6 +141,8 @@ def create_app(settings: Settings, *, embedder: Embedder | None = None) -> Lites
         before_request=require_utf8_body,
         lifespan=[service_lifespan],
         openapi_config=openapi_config(),
+        template_config=template_config() if settings.dashboard else None,
+        plugins=[HTMXPlugin()],
         request_max_body_size=settings.max_request_bytes,
         state=State(
             {

@@ -5,7 +5,10 @@ True}``: health, the OpenAPI schema and docs). With authentication off
 (``TRIBAL_AUTH=off``, or ``auto`` on a loopback bind) every request acts as
 :data:`~tribal_memory.auth.keys.OPEN`; otherwise it must carry
 ``Authorization: Bearer <key>`` (401 without a valid one) and acts as the key's
-:class:`~tribal_memory.auth.keys.Caller`.
+:class:`~tribal_memory.auth.keys.Caller`. The dashboard's browser session
+carries the same key in the :data:`KEY_COOKIE` cookie instead (set by
+``/ui/login``); the header wins when both are sent, and the key is checked
+again on every request, so a revoked key ends the session at once.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ CALLER_STATE_KEY = "caller"
 AUTH_STATE_KEY = "auth_enabled"
 PUBLIC = {"public": True}
 """``opt`` of handlers that answer without a key."""
+KEY_COOKIE = "tribal_key"
+"""Cookie holding the API key of a dashboard session (HttpOnly, SameSite=Strict)."""
 _PUBLIC_PATHS = ("/schema",)  # the OpenAPI router, which Litestar builds itself
 
 
@@ -42,8 +47,12 @@ async def authenticate(
     if not connection.app.state.get(AUTH_STATE_KEY, True):
         connection.state[CALLER_STATE_KEY] = OPEN
         return
-    scheme, _, token = connection.headers.get("authorization", "").partition(" ")
-    token = token.strip()
+    header = connection.headers.get("authorization")
+    if header is None:
+        scheme, token = "bearer", connection.cookies.get(KEY_COOKIE, "").strip()
+    else:
+        scheme, _, token = header.partition(" ")
+        token = token.strip()
     if scheme.lower() != "bearer" or not token:
         raise Unauthorized("an API key is required: send 'Authorization: Bearer <key>'")
     service = provide_service(connection.app.state)
