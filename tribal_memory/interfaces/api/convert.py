@@ -95,6 +95,11 @@ def search_out(result: SearchResult) -> SearchOut:
         retrieval_id=result.retrieval_id,
         context=[context_out(entry) for entry in result.context],
         mode_reason=result.mode_reason,
+        cosine_range=(
+            None
+            if result.cosine_range is None
+            else (float(result.cosine_range[0]), float(result.cosine_range[1]))
+        ),
     )
 
 

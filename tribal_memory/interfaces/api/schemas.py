@@ -353,7 +353,10 @@ class SearchOut(msgspec.Struct):
     that has a parent or neighbour, in hit order (empty otherwise).
     ``mode``: the mode that ran; ``mode_reason``: why, when it is not simply
     the one asked for (``automatic``'s rule; a ``title`` search that matched
-    no title ran hybrid), else null.
+    no title ran hybrid), else null. ``cosine_range``: the lowest and highest
+    cosine similarity among the vector candidates (null: no vector search ran,
+    or a cached answer); a highest far below the usual says that nothing
+    stored is close to the question.
     """
 
     hits: list[HitOut]
@@ -365,3 +368,4 @@ class SearchOut(msgspec.Struct):
     retrieval_id: str | None
     context: list[ChunkContextOut] = msgspec.field(default_factory=list)
     mode_reason: str | None = None
+    cosine_range: tuple[float, float] | None = None
