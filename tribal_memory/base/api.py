@@ -66,6 +66,8 @@ LOCAL_ONLY: frozenset[str] = frozenset(
         # Retrieval events as the server's interfaces read them (agent tools).
         "retrieval",
         "session_memory_ids",
+        # What the dashboard shows of one memory (its feedback and searches).
+        "memory_history",
     }
 )
 """Public :class:`MemoryService` methods the HTTP client does not offer, on purpose."""
