@@ -3,12 +3,12 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 DATA ?= ../shared/data/locomo-dev.json
 
-.PHONY: install run test lint bench bench-docs bench-perf serve wheel clean
+.PHONY: install run test lint docs docs-serve bench bench-docs bench-perf serve wheel clean
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -e '.[dev,docs]'
 	touch $@
 
 install: $(VENV)/.installed
@@ -23,9 +23,16 @@ test: install
 	$(PY) -m pytest
 
 lint: install
-	$(VENV)/bin/ruff check tribal_memory tests benchmarks migrations scripts
+	$(VENV)/bin/ruff check tribal_memory tests benchmarks migrations scripts docs/hooks.py
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
+
+# The docs site (mkdocs.yml, docs/) into site/; tests/test_docs_site.py runs the same strict build.
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
+docs-serve: install
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve
 
 bench: install
 	$(VENV)/bin/tribal-memory bench locomo $(DATA) --out benchmarks/results/locomo-dev.json
@@ -43,4 +50,4 @@ wheel: install
 	$(PY) -m pip wheel --quiet --no-deps --wheel-dir dist .
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache site

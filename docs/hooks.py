@@ -50,9 +50,8 @@ def settings_rows() -> list[tuple[str, str, str]]:
     rows = []
     for model in (Settings, ClientSettings):
         for name, field in model.model_fields.items():
-            rows.append(
-                (f"`TRIBAL_{name.upper()}`", _default_text(field), _one_line(field.description or ""))
-            )
+            meaning = _one_line(field.description or "")
+            rows.append((f"`TRIBAL_{name.upper()}`", _default_text(field), meaning))
     return rows
 
 
@@ -181,7 +180,8 @@ def _operation(path: str, method: str, op: dict[str, Any]) -> list[str]:
         lines += ["| status | meaning | body |", "|---|---|---|"]
         for status, response in responses.items():
             description = _one_line(response.get("description", ""))
-            lines.append(f"| {status} | {description} | {_body_schema(response.get('content', {}))} |")
+            body_text = _body_schema(response.get("content", {}))
+            lines.append(f"| {status} | {description} | {body_text} |")
         lines.append("")
     return lines
 

@@ -1,22 +1,45 @@
-"""The README documents every setting; the public API is pinned."""
+"""The docs' configuration table holds every setting; the public API is pinned."""
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
+from types import ModuleType
 
 import tribal_memory
-from tribal_memory.base.config import Settings
+from tribal_memory.base.config import ClientSettings, Settings
 
-README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+ROOT = Path(__file__).resolve().parent.parent
+CONFIG_PAGE = ROOT / "docs" / "reference" / "configuration.md"
 
 
-def test_every_setting_is_in_the_readme_table() -> None:
-    missing = [n for n in Settings.model_fields if f"`TRIBAL_{n.upper()}`" not in README]
+def _hooks() -> ModuleType:
+    """docs/hooks.py, which generates the configuration table when the site is built."""
+    spec = importlib.util.spec_from_file_location("docs_hooks", ROOT / "docs" / "hooks.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _config_page() -> str:
+    """The configuration page as the site shows it (placeholders filled)."""
+    page = CONFIG_PAGE.read_text(encoding="utf-8")
+    assert "{{ settings_table }}" in page
+    filled: str = _hooks().on_page_markdown(page)
+    return filled
+
+
+def test_every_setting_is_in_the_docs_table() -> None:
+    page = _config_page()
+    fields = [*Settings.model_fields, *ClientSettings.model_fields]
+    missing = [n for n in fields if f"| `TRIBAL_{n.upper()}` |" not in page]
     assert missing == []
 
 
 def test_every_setting_has_a_description() -> None:
-    assert [n for n, f in Settings.model_fields.items() if not f.description] == []
+    for model in (Settings, ClientSettings):
+        assert [n for n, f in model.model_fields.items() if not f.description] == []
 
 
 def test_public_api_is_pinned() -> None:
@@ -66,13 +89,19 @@ def test_settings_read_the_environment_when_built(monkeypatch: object, tmp_path:
     assert settings.data_dir == tmp_path and settings.vector_weight == 0.3
 
 
-def test_the_readme_table_gives_each_settings_default() -> None:
-    """A changed default must be changed in the README too (plain values only)."""
+def test_the_docs_table_gives_each_settings_default() -> None:
+    """The generated table shows each plain default as it is (unset ones as "unset")."""
+    page = _config_page()
     wrong = []
-    for name, field in Settings.model_fields.items():
-        default = field.default
-        if isinstance(default, bool | int | float | str) and default != "":  # "": derived
-            row = f"| `TRIBAL_{name.upper()}` | `{default}` |"
-            if row not in README:
+    for model in (Settings, ClientSettings):
+        for name, field in model.model_fields.items():
+            default = field.default
+            if isinstance(default, bool | int | float | str) and default != "":  # "": derived
+                row = f"| `TRIBAL_{name.upper()}` | `{default}` |"
+            elif default is None or default in ("", ()):
+                row = f"| `TRIBAL_{name.upper()}` | unset |"
+            else:
+                continue
+            if row not in page:
                 wrong.append((name, default))
     assert wrong == []
