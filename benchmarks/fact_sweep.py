@@ -8,7 +8,7 @@ questions (all phrasings) is asked with plain hybrid search (no learned
 parts) under each vector weight, and hit@5 is reported on the odd-numbered
 questions (the inner half, where a weight may be chosen) and the
 even-numbered ones. :mod:`cold_sweep` does the same for LoCoMo turns; the
-server's default weighs both (see the README, Benchmarks).
+server's default weighs both (see docs/history.md, how the defaults were chosen).
 """
 
 from __future__ import annotations

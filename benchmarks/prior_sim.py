@@ -30,7 +30,7 @@ learned layer's usage signals do to the plain ranking:
    adjacent-turn smoothing as the server does it).
 
 It ignores the similarity boosts, expansion and anchors (which change no
-inner-split top 10 on this data, see the README) and that the server's own
+inner-split top 10 on this data, see docs/history.md) and that the server's own
 replay asks with learning on in rounds 2-3. On inner seed 1 it reproduces the
 server's ``tune_learned.py`` figures within about half a point. The pools are
 kept in ``~/.cache/tribal-memory/prior-sim/`` (evaluation data stays out of

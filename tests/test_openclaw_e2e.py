@@ -2,7 +2,7 @@
 
 A gateway runs on loopback with its home, state and config in a temp dir, first
 with OpenClaw's own memory-core in the memory slot, then with the plugin in
-``integrations/openclaw`` set up the way the README says (``tribal-memory
+``integrations/openclaw`` set up the way docs/integrations/openclaw.md says (``tribal-memory
 openclaw setup``, after a ``--dry-run`` that must change nothing), talking to a
 real ``tribal-memory serve`` on 127.0.0.1 that requires API keys: the plugin
 holds the agent's own (non-admin) key, so ``openclaw status`` reads the
@@ -350,7 +350,7 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
             gateway.start()
             memory_core = {json.dumps(call): gateway.invoke(*call) for call in CALLS}
             gateway.stop()
-            # The plugin as the README sets it up: one command.
+            # The plugin as the docs set it up: one command.
             planned = _setup_command(openclaw, data_dir, port, "--dry-run")
             assert json.loads(openclaw.config_path.read_text(encoding="utf-8")) == config
             done = _setup_command(openclaw, data_dir, port)

@@ -6,8 +6,8 @@ the tests that need one are skipped, naming what is missing. The error tests
 need no server (they point at a closed port).
 
 The replica test runs real ``tribal-memory serve`` processes over one
-PostgreSQL database and one LanceDB directory and checks what the README
-promises: SQL-side data (feedback, the query cache, weights, anchors,
+PostgreSQL database and one LanceDB directory and checks what
+docs/operations/replicas.md promises: SQL-side data (feedback, the query cache, weights, anchors,
 deletions of learned data) is shared at once; memories written or deleted by
 one replica are seen by another within ``TRIBAL_READ_CONSISTENCY_S``.
 """

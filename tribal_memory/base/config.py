@@ -162,7 +162,7 @@ class Settings(BaseSettings):
     section) added to a candidate's in ``hybrid_expanded`` searches (DESIGN §7).
 
     0.1, not DESIGN's 0.3: the best weight on the inner half of the LoCoMo dev
-    questions (``benchmarks/graph_sweep.py``; see the README, Benchmarks).
+    questions (``benchmarks/graph_sweep.py``; see docs/history.md, graph-expanded search).
     """
     rrf_k: int = Field(default=60, ge=1)
     """The constant k of reciprocal rank fusion (Cormack et al., SIGIR 2009)."""

@@ -9,8 +9,8 @@ Rules, tried in order (the first that matches decides):
 3. ``hybrid`` — anything else.
 
 Rules were tried on the development half of the documents benchmark's
-questions (``benchmarks/automatic_rules.py``; README, "Documents
-benchmark"): quoted phrases and code identifiers -> ``text`` and "in the
+questions (``benchmarks/automatic_rules.py``; docs/history.md, "the rules
+of automatic"): quoted phrases and code identifiers -> ``text`` and "in the
 <document> HOWTO/tutorial/reference" -> ``title`` lost to hybrid there and
 were left out. The two rules above fire on no development question; they
 are the issue's own examples. Each rule's reason is reported with the result.
