@@ -157,12 +157,30 @@ def _body_schema(content: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
+def _docstring_markdown(text: str) -> str:
+    """A handler docstring as Markdown: Google-style sections become bulleted lists."""
+    out: list[str] = []
+    in_section = False
+    for line in text.strip().splitlines():
+        if re.fullmatch(r"(Args|Returns|Raises|Yields|Note|Notes):", line.strip()):
+            out += ["", f"**{line.strip()}**", ""]
+            in_section = True
+        elif in_section and line.startswith("    ") and not line.startswith("     "):
+            out.append("- " + line.strip())
+        elif in_section and line.startswith("     "):
+            out[-1] += " " + line.strip()
+        else:
+            in_section = in_section and bool(line.strip())
+            out.append(line)
+    return _escape_html_outside_code("\n".join(out))
+
+
 def _operation(path: str, method: str, op: dict[str, Any]) -> list[str]:
     lines = [f"### `{method.upper()} {path}`", ""]
     if op.get("summary"):
         lines += [f"*{op['summary']}*", ""]
     if op.get("description"):
-        lines += [_escape_html_outside_code(op["description"].strip()), ""]
+        lines += [_docstring_markdown(op["description"]), ""]
     params = op.get("parameters", [])
     if params:
         lines += ["| parameter | in | type | required | notes |", "|---|---|---|---|---|"]

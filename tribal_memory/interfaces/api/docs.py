@@ -62,4 +62,7 @@ def openapi_config() -> OpenAPIConfig:
         security=[{"apiKey": []}],
         path="/schema",
         render_plugins=[swagger],
+        # Each operation is described by its handler's docstring (Swagger UI and the docs
+        # site's HTTP reference, generated from this schema, show it).
+        use_handler_docstrings=True,
     )
