@@ -23,7 +23,7 @@ test: install
 	$(PY) -m pytest
 
 lint: install
-	$(VENV)/bin/ruff check tribal_memory tests benchmarks migrations scripts docs/hooks.py
+	$(VENV)/bin/ruff check tribal_memory tests benchmarks migrations scripts docs
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 
