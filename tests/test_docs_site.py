@@ -48,6 +48,9 @@ def test_the_site_builds_strictly_and_loads_nothing_from_elsewhere(tmp_path: Pat
     for route in ("POST /v1/search", "POST /v1/feedback", "GET /v1/stats/retrieval", "GET /health"):
         assert route in http
     assert (site / "reference" / "openapi.json").is_file()
+    python = (site / "reference" / "python.html").read_text(encoding="utf-8")
+    for name in ("MemoryService.recall_with_feedback", "client.TribalMemoryClient.search"):
+        assert f'id="tribal_memory.{name}"' in python
     # No page pulls a script, style or font from another host (no CDN, no web fonts).
     external = re.compile(r"<(?:script|link|img)\b[^>]*(?:src|href)=\"(?:https?:)?//", re.I)
     offenders = [
@@ -56,6 +59,15 @@ def test_the_site_builds_strictly_and_loads_nothing_from_elsewhere(tmp_path: Pat
         if external.search(page.read_text(encoding="utf-8"))
     ]
     assert offenders == []
+
+
+def test_the_python_reference_covers_the_public_api() -> None:
+    import tribal_memory
+
+    page = (DOCS / "reference" / "python.md").read_text(encoding="utf-8")
+    documented = set(re.findall(r"^::: tribal_memory\.(\w+)$", page, re.M))
+    described_elsewhere = {"__version__", "SHARED_OWNER", "Settings"}
+    assert set(tribal_memory.__all__) - described_elsewhere - documented == set()
 
 
 def test_the_reference_pages_use_the_generated_tables() -> None:
