@@ -216,3 +216,21 @@ def test_bench_calibration_reports_both_halves(tmp_path: Path) -> None:
     assert held["n"] == {"answerable": 2, "off-topic": 2, "nonsense": 20}
     assert 0.0 <= held["auroc"] <= 1.0
     assert set(held["by_min_score"]["0.1"]) >= {"answerable_keep", "off_topic_inject"}
+
+
+def test_a_memory_an_anchor_finds_stays_above_the_default_min_score(
+    facts: MemoryService,
+) -> None:
+    wifi = next(
+        h.memory
+        for h in facts.search("wifi password", k=1, filters=SearchFilters(owner="alice")).hits
+    )
+    question = "How do guests get online in the office?"
+    plain = build_context(facts, question, owner="alice")
+    assert "wifi" not in plain.context  # the words alone do not reach it
+    facts.add_anchor(wifi.memory_id, question)
+    anchored = build_context(facts, question, owner="alice")
+    assert "wifi" in anchored.context
+    hit = facts.search(question, k=3, filters=SearchFilters(owner="alice")).hits[0]
+    assert hit.memory.memory_id == wifi.memory_id and hit.anchor_match == 1.0
+    assert hit.score >= 0.6  # the anchor's gain counts as evidence (noisy-OR)

@@ -333,10 +333,13 @@ def test_memories_shown_and_skipped_lose_a_bounded_score_on_other_questions(
     assert all(-skip_weight * 0.3 <= by_id[i].boost < 0 for i in skipped)
     assert by_id[ids["freeze"]].boost >= 0  # used before: never lowered
     plain = svc.search(other, k=8, filters=MINE, learned=LearnedParts.none())
-    own = {h.memory.memory_id: h.score for h in plain.hits}
+    own = {h.memory.memory_id: h.rank_score for h in plain.hits}
     top = by_id[ids["cluster"]]
     assert top.rank == 1  # the right answer stays first: the loss scales with its own match
-    assert top.score == pytest.approx(own[ids["cluster"]] + top.boost, abs=1e-6)
+    assert top.rank_score == pytest.approx(own[ids["cluster"]] + top.boost, abs=1e-6)
+    # A loss only reorders: the calibrated score is the plain search's.
+    plain_top = next(h for h in plain.hits if h.memory.memory_id == ids["cluster"])
+    assert top.score == pytest.approx(plain_top.score, abs=1e-6)
 
 
 def test_decayed_weight_halves_after_one_half_life(service: MemoryService) -> None:

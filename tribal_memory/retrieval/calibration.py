@@ -24,6 +24,13 @@ conversation's store and nonsense strings asked of every store (all hits 0).
 :data:`DEFAULT_MODEL` holds the fitted weights; the command and result file
 are in ``docs/benchmarks.md``.
 
+What the learned layer knows counts as independent evidence (noisy-OR): a
+hit with a positive learned gain ``g`` (``anchor_weight x anchor match +
+feedback boost``, the gain the ranking added, capped at 1) scores
+``1 - (1 - p)(1 - g)``, so a memory found by an anchor, or used before for
+similar questions, keeps its place above ``min_score``. That part is the
+ranking's own scale, not fitted; negative gains (skipped before) only reorder.
+
 The order of the hits is the ranking's; the calibrated score need not fall
 down the list (a rank-3 hit can be likelier evidence than the rank-1 one).
 """
@@ -96,34 +103,42 @@ def features(
     return (cosine, coverage(stems, hit.memory.content), 1.0 / hit.rank, high)
 
 
+def learned_gain(hit: Hit, anchor_weight: float) -> float:
+    """The gain the learned layer gave ``hit``: anchor match and feedback boost, in [0, 1]."""
+    gain = anchor_weight * (hit.anchor_match or 0.0) + hit.boost
+    return min(1.0, max(0.0, gain))
+
+
 def calibrated(
     hits: Sequence[Hit],
     query: str,
     cosine_range: tuple[float, float],
+    *,
+    anchor_weight: float,
     model: RelevanceModel = DEFAULT_MODEL,
 ) -> list[Hit]:
     """``hits`` with ``score`` set to their calibrated relevance, order and ranks unchanged.
 
-    Each hit's former score is kept as ``rank_score``.
+    Each hit's former score is kept as ``rank_score``; a learned gain is
+    folded in by noisy-OR (see the module docstring).
 
     Args:
         hits: Ranked hits (rank 1..n) with their ranking ``score``.
         query: The question.
         cosine_range: (lowest, highest) cosine among the search's vector candidates.
+        anchor_weight: The ``anchor_weight`` setting the ranking used.
         model: The relevance model.
 
     Returns:
-        New hits, ``score`` in (0, 1).
+        New hits, ``score`` in (0, 1].
     """
     stems = query_stems(query)
-    return [
-        replace(
-            hit,
-            score=model.probability(features(hit, stems, cosine_range)),
-            rank_score=hit.score,
-        )
-        for hit in hits
-    ]
+    out = []
+    for hit in hits:
+        p = model.probability(features(hit, stems, cosine_range))
+        gain = learned_gain(hit, anchor_weight)
+        out.append(replace(hit, score=1.0 - (1.0 - p) * (1.0 - gain), rank_score=hit.score))
+    return out
 
 
 def fit(x: np.ndarray, y: np.ndarray, *, l2: float = 1e-3, steps: int = 50) -> RelevanceModel:

@@ -414,7 +414,9 @@ class Retriever:
             kept = [h for h in hits if h.score >= q.min_score]
             return [dataclasses.replace(h, rank=r) for r, h in enumerate(kept, 1)], None
         cosine_range = (min(cosines), max(cosines))
-        scored_hits = calibrated(hits, q.query, cosine_range)
+        scored_hits = calibrated(
+            hits, q.query, cosine_range, anchor_weight=self.settings.anchor_weight
+        )
         kept = [h for h in scored_hits if h.score >= q.min_score]
         return [dataclasses.replace(h, rank=r) for r, h in enumerate(kept, 1)], cosine_range
 
