@@ -715,3 +715,24 @@ def test_knowledge_block_scope_leaves_out_the_current_conversation(
     assert "arm64" in session["context"] and "12 nodes" not in session["context"]
     refused = client.post("/v1/context", json={**prompt, "scope": "session"})
     assert refused.status_code == 400
+
+
+def test_what_long_term_searches_learn_serves_later_sessions(
+    client: TestClient[Litestar],
+) -> None:
+    """Leaving out the current conversation does not split what is learned per session."""
+    _capture_turns(client, "s-3", ["User: the billing database machine is db-billing-02 now."])
+    query = {"query": "which machine hosts the billing database?", "maxResults": 6.0,
+             "minScore": 0.0, "scope": "long-term", "paths": MEMORY_CORE_PATHS}  # fmt: skip
+    for session in ("s-1", "s-2", "s-1"):
+        answer = _call(client, "memory_search", {**query, "conversationId": session})
+        # The workspace's answer (s-3's own turn is not excluded from s-1 and s-2).
+        used = next(r["path"] for r in answer["results"] if "db-billing-02" not in r["snippet"])
+        assert any("db-billing-02" in r["snippet"] for r in answer["results"])
+        _call(
+            client, "memory_feedback", {"retrievalId": answer["retrievalId"], "usedPaths": [used]}
+        )
+    later = _call(client, "memory_search", {**query, "conversationId": "s-3"})
+    assert later["debug"]["cached"] is True and later["results"][0]["path"] == used
+    # The cached answer still leaves out the conversation it is asked from.
+    assert all("db-billing-02" not in r["snippet"] for r in later["results"])
