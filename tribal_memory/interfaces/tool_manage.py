@@ -34,7 +34,7 @@ from tribal_memory.interfaces.tool_paths import memory_path, normalize_path
 from tribal_memory.service.memory_service import MemoryService
 
 MANAGE_TOOL_NAMES: tuple[str, ...] = ("memory_list", "memory_update", "memory_delete")
-"""The tools of this module (HTTP ``/v1/tools/<name>`` and the OpenClaw plugin)."""
+"""The tools of this module (HTTP ``/v1/tools/<name>``, MCP and the OpenClaw plugin)."""
 LIST_DEFAULT = 20
 """Memories per ``memory_list`` page when the call gives no ``limit``."""
 LIST_TEXT_CHARS = 300
