@@ -25,7 +25,7 @@ from typing import Literal, TypeVar
 import numpy as np
 
 from tribal_memory.base.errors import InvalidInput, NotFound
-from tribal_memory.base.models import SHARED_OWNER, Memory, SearchFilters
+from tribal_memory.base.models import SHARED_OWNER, Memory, SearchFilters, path_matches
 from tribal_memory.embeddings.base import Embedder, Vector
 from tribal_memory.store.base import MemoryStore, RowRef, ScoredMemory, StoreCopy
 
@@ -68,6 +68,15 @@ def passes(memory: Memory, filters: SearchFilters) -> bool:
         return False
     if filters.until is not None and when > _utc(filters.until):
         return False
+    if filters.doc_ids and memory.doc_id not in filters.doc_ids:
+        return False
+    if memory.doc_id is not None and memory.doc_id in filters.exclude_doc_ids:
+        return False
+    if filters.paths:
+        chunk = memory.kind == "chunk" and memory.source is not None
+        path = memory.source if chunk else f"memory/{memory.memory_id}.md"
+        if not path_matches(path or "", filters.paths):
+            return False
     return filters.memory_ids is None or memory.memory_id in filters.memory_ids
 
 

@@ -3,7 +3,9 @@
 Each ``POST /v1/chat/completions`` is recorded and answered, streaming or not,
 by a fixed script over the conversation so far: while the turn has not
 searched, call ``memory_search`` with the user's question (the last line
-ending in ``?`` of the user messages); once it has, call ``memory_feedback``
+ending in ``?`` of the user messages; a question about "this conversation"
+searches with ``scope: "session"``, one about "earlier conversations" with
+``scope: "long-term"``); once it has, call ``memory_feedback``
 with that search's ``retrievalId`` and the path of its first result; after
 that, answer in text. So one agent turn is search, feedback, reply, the loop
 an agent that follows the plugin's prompt runs. A turn with no question (a
@@ -98,6 +100,15 @@ def tool_answers(messages: list[dict[str, Any]]) -> dict[str, Any]:
     return answers
 
 
+def scope_of(question: str) -> dict[str, str]:
+    """The ``scope`` argument a question asks for, if any."""
+    if "this conversation" in question:
+        return {"scope": "session"}
+    if "earlier conversations" in question:
+        return {"scope": "long-term"}
+    return {}
+
+
 def next_step(messages: list[dict[str, Any]]) -> tuple[str, dict[str, Any] | str]:
     """``("memory_search" | "memory_feedback", arguments)`` or ``("text", reply)``.
 
@@ -115,7 +126,7 @@ def next_step(messages: list[dict[str, Any]]) -> tuple[str, dict[str, Any] | str
     if not question:
         return "text", STATEMENT_TEXT
     if "memory_search" not in results:
-        return "memory_search", {"query": question}
+        return "memory_search", {"query": question, **scope_of(question)}
     if "memory_feedback" not in results:
         answer = results["memory_search"]
         if not isinstance(answer, dict):

@@ -26,7 +26,8 @@ from tribal_memory.interfaces.mcp import MCP_PATH, ServiceBackend, build_server,
 from tribal_memory.service.memory_service import MemoryService
 
 STARTUP_TIMEOUT_S = 90.0
-TOOL_NAMES = {"memory_search", "memory_get", "memory_feedback", "memory_capture", "memory_graph"}
+TOOL_NAMES = {"memory_search", "memory_get", "memory_feedback", "memory_capture", "memory_graph",
+              "memory_list", "memory_update", "memory_delete"}  # fmt: skip
 FACTS = (
     "We chose PostgreSQL for the billing database",
     "The billing database is backed up nightly at 02:00 UTC",
@@ -88,14 +89,18 @@ def _answer(result: Any) -> dict[str, Any]:
     return payload
 
 
-async def _exercise(session: ClientSession) -> dict[str, Any]:
-    """List and call all four tools as an agent would; returns what was stored and found."""
+async def _exercise(session: ClientSession, *, agent: bool = True) -> dict[str, Any]:
+    """List and call the tools as an agent would; returns what was stored and found.
+
+    ``agent``: the server acts for an agent (``--agent``), so memory_list,
+    memory_update and memory_delete work; without one they are tool errors.
+    """
     await session.initialize()
     listed = await session.list_tools()
     assert {tool.name for tool in listed.tools} == TOOL_NAMES
     for tool in listed.tools:
         assert tool.description and tool.input_schema["type"] == "object"
-        assert tool.input_schema["required"]
+        assert tool.input_schema.get("required") or tool.name == "memory_list"
 
     captured = [_answer(await session.call_tool("memory_capture", {"content": f})) for f in FACTS]
     assert all(c["status"] == "created" for c in captured)
@@ -138,7 +143,38 @@ async def _exercise(session: ClientSession) -> dict[str, Any]:
     assert (await session.call_tool("no_such_tool", {})).is_error is True
     still = _answer(await session.call_tool("memory_get", {"path": top["path"]}))
     assert still["text"] == FACTS[0]
+    if agent:
+        await _correct(session, captured)
+    else:
+        anonymous = await session.call_tool("memory_list", {})
+        assert anonymous.is_error is True and "--agent" in anonymous.content[0].text
     return {"captured": captured, "search": found}
+
+
+async def _correct(session: ClientSession, captured: list[dict[str, Any]]) -> None:
+    """memory_list, memory_update, memory_delete on the agent's own memories."""
+    listed = _answer(await session.call_tool("memory_list", {"limit": 10.0}))
+    assert {m["path"] for m in listed["memories"]} == {c["path"] for c in captured}
+    assert listed["nextAfter"] is None
+    tea = captured[2]
+    fixed = _answer(
+        await session.call_tool(
+            "memory_update",
+            {"path": tea["path"], "content": "Alice prefers jasmine tea", "tags": ["drink"]},
+        )
+    )
+    assert fixed["status"] == "updated" and fixed["path"] == f"memory/{fixed['memoryId']}.md"
+    read = _answer(await session.call_tool("memory_get", {"path": fixed["path"]}))
+    assert read["text"] == "Alice prefers jasmine tea"
+    gone = _answer(await session.call_tool("memory_delete", {"path": fixed["path"]}))
+    assert gone == {"status": "deleted", "path": fixed["path"], "memoryId": fixed["memoryId"]}
+    again = _answer(await session.call_tool("memory_delete", {"path": fixed["path"]}))
+    assert again["status"] == "not_found"
+    document = await session.call_tool("memory_delete", {"path": "MEMORY.md"})
+    assert document.is_error is True
+    assert json.loads(document.content[0].text)["error"] == "invalid_input"
+    left = _answer(await session.call_tool("memory_list", {}))
+    assert len(left["memories"]) == len(captured) - 1
 
 
 def test_stdio_in_process(tmp_path: Path) -> None:
@@ -166,7 +202,7 @@ def test_streamable_http_in_process(tmp_path: Path) -> None:
 
     async def main() -> None:
         async with _http_session(f"http://127.0.0.1:{port}/mcp") as session:
-            done = await _exercise(session)
+            done = await _exercise(session, agent=False)
         # Without --agent the facts are shared.
         assert done["captured"]
 

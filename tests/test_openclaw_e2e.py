@@ -4,7 +4,9 @@ A gateway runs on loopback with its home, state and config in a temp dir, first
 with OpenClaw's own memory-core in the memory slot, then with the plugin in
 ``integrations/openclaw`` set up the way docs/integrations/openclaw.md says (``tribal-memory
 openclaw setup``, after a ``--dry-run`` that must change nothing), talking to a
-real ``tribal-memory serve`` on 127.0.0.1 that requires API keys: the plugin
+real ``tribal-memory serve --watch-openclaw`` on 127.0.0.1 (it finds the
+agent's workspace through ``openclaw config`` and keeps its memory files
+indexed) that requires API keys: the plugin
 holds the agent's own (non-admin) key, so ``openclaw status`` reads the
 owner-scoped stats. The workspace has an ``AGENTS.md`` that memory-core
 neither searches nor reads, and neither does the plugin. Checked: (a) every
@@ -16,8 +18,11 @@ Search (the tools called through ``tool_call``): ``memory_search``, then
 three such turns the same question is a cache hit; (d) the model's request
 holds the ``<knowledge-graph>`` block put there by the start-of-turn hook;
 (e) a conversation captured by the ``agent_end`` hook (session id, turn order,
-no tool output) and recalled in a later session; (f) 409, 403 and 401 answers
-reaching the model with the server's message. Also: the recall switched off
+no tool output) and recalled in a later session, and searched with ``scope``
+``session`` (this session's turns only) and ``long-term`` (all but them);
+(f) 409, 403 and 401 answers reaching the model with the server's message;
+(g) a note written to the workspace's ``memory/`` while everything runs is
+found by the next search, a bootstrap file written beside it never is. Also: the recall switched off
 with Tool Search off (the tools offered directly), and the answers when the
 server is down. The gateway is started three times per module (about 30 s
 each); everything started is stopped at the end of the module.
@@ -235,6 +240,8 @@ class Setup:
     keys: dict[str, dict[str, Any]]
     data_dir: Path
     setup_runs: dict[str, dict[str, Any]]
+    workspace: Path
+    server_log: Path
 
     @property
     def admin(self) -> dict[str, str]:
@@ -357,16 +364,20 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
             written = json.loads(openclaw.config_path.read_text(encoding="utf-8"))
             key = written["plugins"]["entries"]["tribal-memory"]["config"]["apiKey"]
             keys["main"] = {"key": key, "key_id": done["key_id"]}
+            # The server as the README starts it: serving and watching the workspace,
+            # which it finds in OpenClaw's config as the setup did.
+            watch = ["--watch-openclaw", "--openclaw", f"{openclaw.node} {openclaw.script}"]
             with tribal_server(
-                logs / "tribal.log", data_dir=data_dir, env=auth_on, port=port
-            ) as server:
+                logs / "tribal.log", data_dir=data_dir, env={**openclaw.env(), **auth_on},
+                port=port, extra_args=watch,
+            ) as server:  # fmt: skip
                 # OpenClaw 2026.9.6 reports the memory backend only while the gateway is
                 # down ("Local plugin inspection is not collected in online status").
                 status = json.loads(openclaw.run("status", "--json", "--all", "--timeout", "2000"))
                 gateway.start()
                 yield Setup(
                     openclaw, gateway, server, stub, memory_core, status, keys, data_dir,
-                    {"planned": planned, "done": done},
+                    {"planned": planned, "done": done}, workspace, logs / "tribal.log",
                 )  # fmt: skip
         finally:
             gateway.stop()
@@ -735,6 +746,47 @@ def test_conversation_is_captured_and_recalled_in_a_later_session(setup: Setup) 
     assert hit["provenance"]["originClass"] == "user"
     status, read = setup.gateway.invoke("memory_get", {"path": hit["path"]})
     assert status == 200 and said[0] in read["text"]
+    # scope: session searches this session's turns only, long-term everything but them.
+    first_session = {f"memory/{m['memory_id']}.md" for m in turns}
+    requests = _turn(setup, "capture-1", "What did I tell you about my cat in this conversation?")
+    searched = _tool_results(requests[-1])["memory_search"]
+    assert searched["results"], searched
+    assert {r["path"] for r in searched["results"]} <= first_session
+    assert any("Miso" in r["snippet"] for r in searched["results"])
+    moved = "Which city did I move to, from earlier conversations?"
+    requests = _turn(setup, "capture-1", moved)
+    searched = _tool_results(requests[-1])["memory_search"]
+    assert "error" not in searched, searched
+    assert all(r["path"] not in first_session for r in searched["results"]), searched
+    requests = _turn(setup, "capture-2", moved)  # from another session, it is long-term
+    searched = _tool_results(requests[-1])["memory_search"]
+    assert any("Lisbon" in r["snippet"] for r in searched["results"]), searched
+
+
+def test_notes_written_to_the_workspace_are_indexed_by_the_server(setup: Setup) -> None:
+    """(g) serve --watch-openclaw: a new note in memory/ is searchable, SOUL.md is not indexed."""
+    note = setup.workspace / "memory" / "2026-03-05.md"
+    note.write_text(
+        "# 2026-03-05\n\nThe staging cluster kestrel moved to eu-central-1 today.\n",
+        encoding="utf-8",
+    )
+    (setup.workspace / "SOUL.md").write_text("# Soul\n\nA kestrel is a small falcon.\n")
+    deadline = time.monotonic() + 60
+    paths: set[str] = set()
+    while time.monotonic() < deadline and "memory/2026-03-05.md" not in paths:
+        time.sleep(0.5)
+        listed = httpx.get(
+            f"{setup.server.base_url}/v1/documents", params={"owner": AGENT}, headers=setup.admin
+        ).json()
+        paths = {d["path"] for d in (listed["documents"] if isinstance(listed, dict) else listed)}
+    assert paths == {*MEMORY_FILES, "memory/2026-03-05.md"}
+    status, found = setup.gateway.invoke(
+        "memory_search", {"query": "Where does the staging cluster kestrel run now?"}
+    )
+    assert status == 200 and found["results"][0]["path"] == "memory/2026-03-05.md", found
+    log = setup.server_log.read_text(errors="replace")
+    assert f"watching OpenClaw workspace {setup.workspace}" in log
+    assert "memory/2026-03-05.md created for main" in log
 
 
 def test_server_refusals_reach_the_model_with_the_servers_message(setup: Setup) -> None:

@@ -39,6 +39,7 @@ def _memory(
     source: str | None = None,
     created_at: datetime = T0,
     event_time: datetime | None = None,
+    doc_id: str | None = None,
 ) -> Memory:
     return Memory(
         memory_id=memory_id,
@@ -47,7 +48,7 @@ def _memory(
         kind=kind,
         tags=tags,
         source=source,
-        doc_id=None,
+        doc_id=doc_id,
         chunk_index=None,
         parent_id=None,
         created_at=created_at,
@@ -85,7 +86,7 @@ def store(opened: tuple[MemoryStore, Opener]) -> MemoryStore:
 
 # The filter fixture: who owns what, with which kind, tags, source and time.
 FIXTURE = [
-    _memory("a1", "alice likes green tea", tags=("drink",), source="chat"),
+    _memory("a1", "alice likes green tea", tags=("drink",), source="chat", doc_id="conv-1"),
     _memory("a2", "alice deploys on friday", kind="chunk", source="docs"),
     _memory(
         "a3",
@@ -94,7 +95,9 @@ FIXTURE = [
         created_at=T0 + timedelta(days=5),
         event_time=T0 - timedelta(days=10),
     ),
-    _memory("b1", "bob prefers black coffee", "bob", tags=("drink",), source="chat"),
+    _memory(
+        "b1", "bob prefers black coffee", "bob", tags=("drink",), source="chat", doc_id="conv-2"
+    ),
     _memory("b2", "bob fixed the billing bug", "bob", created_at=T0 + timedelta(days=2)),
     _memory("s1", "the office wifi password rotates monthly", SHARED_OWNER, source="docs"),
 ]
@@ -235,6 +238,15 @@ FILTER_CASES = [
     (SearchFilters(memory_ids=()), set()),
     (SearchFilters(owner="bob", tags=("drink",), sources=("chat",)), {"b1"}),
     (SearchFilters(owner="bob", kinds=("chunk",)), set()),
+    # Conversations by doc_id; memories without one are never excluded.
+    (SearchFilters(doc_ids=("conv-1", "nope")), {"a1"}),
+    (SearchFilters(exclude_doc_ids=("conv-1",)), {"a2", "a3", "b1", "b2", "s1"}),
+    (SearchFilters(owner="bob", exclude_doc_ids=("conv-2", "conv-1")), {"b2", "s1"}),
+    # Paths: a chunk's source, memory/<id>.md for the rest; * spans "/", _ and % are literal.
+    (SearchFilters(paths=("docs",)), {"a2"}),
+    (SearchFilters(paths=("memory/*.md",)), {"a1", "a3", "b1", "b2", "s1"}),
+    (SearchFilters(paths=("memory/a*", "d*s")), {"a1", "a2", "a3"}),
+    (SearchFilters(paths=("memory/a_.md", "d%s", "*/b1.md")), {"b1"}),
 ]
 
 

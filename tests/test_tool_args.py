@@ -34,17 +34,15 @@ ARGS: dict[str, type[ToolArgs]] = {
     "memory_feedback": MemoryFeedbackIn,
     "memory_capture": MemoryCaptureIn,
     "memory_graph": MemoryGraphIn,
-}
-PLUGIN_TOOLS = (
-    Path(__file__).resolve().parents[1] / "integrations" / "openclaw" / "lib" / "tools.js"
-)
-PLUGIN_ARGS: dict[str, type[ToolArgs]] = {
-    **ARGS,
     "memory_list": MemoryListIn,
     "memory_update": MemoryUpdateIn,
     "memory_delete": MemoryDeleteIn,
 }
-"""What the plugin forwards: the slot's tools and the ones that correct memory (HTTP only)."""
+PLUGIN_TOOLS = (
+    Path(__file__).resolve().parents[1] / "integrations" / "openclaw" / "lib" / "tools.js"
+)
+PLUGIN_ARGS: dict[str, type[ToolArgs]] = {k: v for k, v in ARGS.items() if k != "memory_graph"}
+"""What the plugin forwards: the slot's tools and the ones that correct memory."""
 
 
 def _wire_names(kind: type[ToolArgs]) -> set[str]:
@@ -61,7 +59,7 @@ def test_mcp_input_schemas_are_the_structs_flat() -> None:
         schema, kind = tool.input_schema, ARGS[tool.name]
         assert schema["type"] == "object"
         assert set(schema["properties"]) == _wire_names(kind)
-        assert set(schema["required"]) == _required(kind)
+        assert set(schema.get("required", ())) == _required(kind)
         text = json.dumps(schema)
         assert "$ref" not in text and "null" not in text and "anyOf" not in text, tool.name
 
@@ -70,12 +68,12 @@ def test_openapi_bodies_of_the_tool_routes_are_the_same_structs() -> None:
     app = create_app(Settings(data_dir=Path("/nonexistent"), auth="off"))
     document: dict[str, Any] = app.openapi_schema.to_schema()
     components = document["components"]["schemas"]
-    for name in ("memory_search", "memory_get", "memory_feedback", "memory_graph"):
+    for name in ARGS:
         body = document["paths"][f"/v1/tools/{name}"]["post"]["requestBody"]
         ref = body["content"]["application/json"]["schema"]["$ref"]
         component = components[ref.rsplit("/", 1)[-1]]
         assert set(component["properties"]) == _wire_names(ARGS[name])
-        assert set(component["required"]) == _required(ARGS[name])
+        assert set(component.get("required", ())) == _required(ARGS[name])
 
 
 @pytest.mark.parametrize(
@@ -87,6 +85,8 @@ def test_openapi_bodies_of_the_tool_routes_are_the_same_structs() -> None:
         (MemorySearchIn, {"query": "x", "maxResults": True}, "maxResults"),
         (MemorySearchIn, {"query": "x", "minScore": float("nan")}, "minScore"),
         (MemorySearchIn, {"query": "x", "corpus": "web"}, "corpus"),
+        (MemorySearchIn, {"query": "x", "scope": "today"}, "scope"),
+        (MemorySearchIn, {"query": "x", "paths": "memory/*.md"}, "paths"),
         (MemoryGetIn, {"path": "a.md", "from": float("inf")}, "from"),
         (MemoryFeedbackIn, {"retrievalId": "r"}, "usedPaths"),
         (MemoryCaptureIn, {"content": "c", "tags": "x"}, "tags"),
@@ -115,9 +115,15 @@ def test_the_openclaw_plugin_forwards_only_fields_the_structs_define() -> None:
     # manage("memory_list", label, description, PARAMETERS, [fields]): the last array.
     manages = re.findall(r'manage\(\s*"(\w+)",[^\[]*?\[([^\]]*)\],\s*\)', source)
     forwarded = {name: set(re.findall(r'"(\w+)"', fields)) for name, fields in calls + manages}
-    search = re.search(r"pick\(params, \[([^\]]*)\]\),\s*citations:", source)
+    # memory_search's body: the model's fields picked, then the plugin's own (key: value).
+    search = re.search(r"const body = \{(.*?)\n        \};", source, re.S)
     assert search is not None
-    forwarded["memory_search"] = {*re.findall(r'"(\w+)"', search.group(1)), "citations"}
-    assert set(forwarded) == set(PLUGIN_ARGS) - {"memory_graph"}
+    body = search.group(1)
+    picked = re.search(r"pick\(params, \[([^\]]*)\]\)", body)
+    assert picked is not None
+    own = set(re.findall(r"^\s*(?:\.\.\.\(.*?\{ )?(\w+):", body, re.M))
+    forwarded["memory_search"] = {*re.findall(r'"(\w+)"', picked.group(1)), *own}
+    assert {"scope", "conversationId", "paths", "citations"} <= forwarded["memory_search"]
+    assert set(forwarded) == set(PLUGIN_ARGS)
     for name, fields in forwarded.items():
         assert fields <= _wire_names(PLUGIN_ARGS[name]), name

@@ -620,3 +620,118 @@ def test_feedback_credits_the_sections_this_retrieval_showed(client: TestClient[
     )
     assert miss["ignoredPaths"] == ["runbooks/ops.md"]
     assert all("db-2" in m.content for m in service.get_many(miss["usedIds"]).values())
+
+
+def _capture_turns(client: TestClient[Litestar], session: str, turns: Sequence[str]) -> None:
+    """Conversation turns as the OpenClaw plugin's autoCapture stores them."""
+    memories = [
+        {"content": text, "owner": AGENT, "tags": ["conversation"], "doc_id": session,
+         "chunk_index": index, "source": f"openclaw:session/{session}"}
+        for index, text in enumerate(turns)
+    ]  # fmt: skip
+    stored = client.post("/v1/memories/batch", json={"memories": memories})
+    assert stored.status_code in (200, 201), stored.text
+
+
+def test_scope_splits_the_current_conversation_from_long_term_memory(
+    client: TestClient[Litestar],
+) -> None:
+    _capture_turns(client, "session-old", ["User: my sister Ana lives in Porto near the river."])
+    _capture_turns(client, "session-now", ["User: my sister Ana just moved to Braga."])
+    fact = _call(client, "memory_capture", {"content": "Ana is my sister and works as a nurse."})
+    query = {"query": "where does my sister Ana live?", "minScore": 0.0, "maxResults": 20}
+
+    def texts(**extra: Any) -> set[str]:
+        found = _call(client, "memory_search", {**query, **extra})
+        return {r["snippet"].split("\n\nSource:")[0] for r in found["results"]}
+
+    everything = texts()
+    now = texts(scope="session", conversationId="session-now")
+    assert now == {"User: my sister Ana just moved to Braga."}
+    later = texts(scope="long-term", conversationId="session-now")
+    assert "User: my sister Ana just moved to Braga." not in later
+    assert {"User: my sister Ana lives in Porto near the river.",
+            "Ana is my sister and works as a nurse."} <= later  # fmt: skip
+    assert later | now == everything and texts(scope="all", conversationId="session-now") == (
+        everything
+    )
+    # long-term without a conversation leaves nothing out; session needs one.
+    assert texts(scope="long-term") == everything
+    refused = client.post(
+        "/v1/tools/memory_search", json={**query, "scope": "session"}, headers={"X-Agent-Id": AGENT}
+    )
+    assert refused.status_code == 400 and "conversationId" in refused.json()["detail"]
+    assert fact["path"] in {
+        r["path"]
+        for r in _call(client, "memory_search", {**query, "scope": "long-term"})["results"]
+    }
+
+
+MEMORY_CORE_PATHS = ["MEMORY.md", "USER.md", "DREAMS.md", "dreams.md", "memory/*.md"]
+"""The path patterns the OpenClaw plugin sends (integrations/openclaw/lib/paths.js)."""
+
+
+def test_path_patterns_leave_out_files_memory_core_would_refuse(
+    client: TestClient[Litestar],
+) -> None:
+    bootstrap = "# Agents\n\nAlways check the billing runbook on db-billing-01 first.\n"
+    ingested = client.post(
+        "/v1/documents", json={"path": "AGENTS.md", "text": bootstrap, "owner": AGENT}
+    )
+    assert ingested.status_code in (200, 201), ingested.text
+    query = {"query": "billing runbook db-billing-01", "minScore": 0.0, "maxResults": 20}
+    paths = {r["path"] for r in _call(client, "memory_search", query)["results"]}
+    assert "AGENTS.md" in paths
+    kept = _call(client, "memory_search", {**query, "paths": MEMORY_CORE_PATHS})["results"]
+    assert kept and all(r["path"] != "AGENTS.md" for r in kept)
+    assert {r["path"] for r in kept} == paths - {"AGENTS.md"}
+    # The knowledge block the plugin asks for leaves it out too, neighbours included.
+    prompt = {"prompt": "What should I check for the billing runbook on db-billing-01?",
+              "agent_id": AGENT, "top_k": 5, "min_score": 0.0}  # fmt: skip
+    assert "AGENTS.md" in client.post("/v1/context", json=prompt).json()["context"]
+    block = client.post("/v1/context", json={**prompt, "paths": MEMORY_CORE_PATHS}).json()
+    assert block["context"] and "AGENTS.md" not in block["context"]
+    shown = block["hits"] + block["neighbors"]
+    assert shown and all(item["path"] != "AGENTS.md" for item in shown)
+
+
+def test_knowledge_block_scope_leaves_out_the_current_conversation(
+    client: TestClient[Litestar],
+) -> None:
+    _capture_turns(client, "s-earlier", ["User: the kestrel cluster was resized to 12 nodes."])
+    _capture_turns(client, "s-current", ["User: the kestrel cluster now runs on arm64 nodes."])
+    prompt = {"prompt": "How many nodes does the kestrel cluster have?", "agent_id": AGENT,
+              "top_k": 10, "min_score": 0.0, "include_neighbors": False}  # fmt: skip
+    everything = client.post("/v1/context", json=prompt).json()["context"]
+    assert "arm64" in everything and "12 nodes" in everything
+    long_term = client.post(
+        "/v1/context", json={**prompt, "scope": "long-term", "conversation_id": "s-current"}
+    ).json()["context"]
+    assert "12 nodes" in long_term and "arm64" not in long_term
+    session = client.post(
+        "/v1/context", json={**prompt, "scope": "session", "conversation_id": "s-current"}
+    ).json()
+    assert "arm64" in session["context"] and "12 nodes" not in session["context"]
+    refused = client.post("/v1/context", json={**prompt, "scope": "session"})
+    assert refused.status_code == 400
+
+
+def test_what_long_term_searches_learn_serves_later_sessions(
+    client: TestClient[Litestar],
+) -> None:
+    """Leaving out the current conversation does not split what is learned per session."""
+    _capture_turns(client, "s-3", ["User: the billing database machine is db-billing-02 now."])
+    query = {"query": "which machine hosts the billing database?", "maxResults": 6.0,
+             "minScore": 0.0, "scope": "long-term", "paths": MEMORY_CORE_PATHS}  # fmt: skip
+    for session in ("s-1", "s-2", "s-1"):
+        answer = _call(client, "memory_search", {**query, "conversationId": session})
+        # The workspace's answer (s-3's own turn is not excluded from s-1 and s-2).
+        used = next(r["path"] for r in answer["results"] if "db-billing-02" not in r["snippet"])
+        assert any("db-billing-02" in r["snippet"] for r in answer["results"])
+        _call(
+            client, "memory_feedback", {"retrievalId": answer["retrievalId"], "usedPaths": [used]}
+        )
+    later = _call(client, "memory_search", {**query, "conversationId": "s-3"})
+    assert later["debug"]["cached"] is True and later["results"][0]["path"] == used
+    # The cached answer still leaves out the conversation it is asked from.
+    assert all("db-billing-02" not in r["snippet"] for r in later["results"])

@@ -15,7 +15,7 @@
 //   lib/http.js      requests to the server, failures as ServerUnavailable / ServerRefused
 //   lib/answers.js   what tools answer when the server fails or refuses (memory-core's shapes)
 //   lib/paths.js     memory-core's rule for which paths memory_get serves
-//   lib/tools.js     the four tools
+//   lib/tools.js     the seven tools
 //   lib/recall.js    the prompt section and the start-of-turn <knowledge-graph> block
 //   lib/capture.js   autoCapture on agent_end
 //   lib/status.js    the memory runtime behind `openclaw status`
@@ -59,7 +59,7 @@ export default definePluginEntry({
       api.on("before_prompt_build", async (event, ctx) => {
         if (ctx?.trigger && ctx.trigger !== "user") return undefined;
         const agentId = settings.agentId ?? ctx?.agentId ?? "main";
-        const block = await recallFor(settings, agentId, promptOf(event), api.logger);
+        const block = await recallFor(settings, agentId, promptOf(event), api.logger, ctx?.sessionId);
         ctx?.hookInvocation?.assertActive?.();
         return block ? { prependContext: block } : undefined;
       });

@@ -7,6 +7,7 @@ these types (search results are in :mod:`.results`, graph shapes in
 
 from __future__ import annotations
 
+import re
 import uuid
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime, timedelta
@@ -134,7 +135,13 @@ class SearchFilters:
     ``memory_ids``: only these memories (``None``: no such restriction; empty:
     none passes), e.g. a memory's graph neighbourhood (:class:`Near`).
     ``exclude_kinds``: memories of these kinds never pass (searches set it to
-    ``summary`` unless ``kinds`` names it).
+    ``summary`` unless ``kinds`` names it). ``doc_ids``: only memories with
+    one of these ``doc_id`` values (a document, or a conversation captured
+    with its session id as ``doc_id``); ``exclude_doc_ids``: memories with
+    one of these never pass (those without a ``doc_id`` do). ``paths``: only
+    memories whose virtual path (a document chunk's ``source``, else
+    ``memory/<memory_id>.md``; see :func:`path_matches`) matches one of these
+    patterns.
     """
 
     owner: str | None = None
@@ -146,12 +153,29 @@ class SearchFilters:
     until: datetime | None = None
     memory_ids: tuple[str, ...] | None = None
     exclude_kinds: tuple[str, ...] = ()
+    doc_ids: tuple[str, ...] = ()
+    exclude_doc_ids: tuple[str, ...] = ()
+    paths: tuple[str, ...] = ()
 
     def admits_owner(self, owner: str) -> bool:
         """True when a memory of ``owner`` is visible under these filters."""
         if self.owner is None:
             return True
         return owner == self.owner or (self.include_shared and owner == SHARED_OWNER)
+
+
+def path_pattern(pattern: str) -> re.Pattern[str]:
+    """A :attr:`SearchFilters.paths` pattern as a regular expression over a whole path.
+
+    ``*`` matches any characters, ``/`` included (``memory/*.md`` matches
+    ``memory/2026/03-02.md``); every other character matches itself.
+    """
+    return re.compile("^" + ".*".join(re.escape(part) for part in pattern.split("*")) + "$")
+
+
+def path_matches(path: str, patterns: tuple[str, ...]) -> bool:
+    """Whether ``path`` matches one of ``patterns`` (see :func:`path_pattern`); True for none."""
+    return not patterns or any(path_pattern(p).match(path) for p in patterns)
 
 
 DocumentStatus = Literal["created", "updated", "unchanged", "deleted"]

@@ -247,6 +247,7 @@ def tribal_server(
     port: int | None = None,
     startup_timeout_s: float = STARTUP_TIMEOUT_S,
     append_log: bool = False,
+    extra_args: Sequence[str] = (),
 ) -> ServerProcess:
     """A (not yet started) ``python -m tribal_memory serve`` on 127.0.0.1.
 
@@ -257,9 +258,10 @@ def tribal_server(
         port: Its port (default: a free one).
         startup_timeout_s: Longest wait for ``/health``, in seconds (the model loads first).
         append_log: Append to ``log_path`` (several runs over one log).
+        extra_args: More ``serve`` options (e.g. ``--watch-openclaw``).
     """
     port = port if port is not None else free_port()
-    args = ["-m", "tribal_memory", "serve", "--host", LOOPBACK, "--port", str(port)]
+    args = ["-m", "tribal_memory", "serve", "--host", LOOPBACK, "--port", str(port), *extra_args]
     if data_dir is not None:
         args += ["--data-dir", str(data_dir)]
     return ServerProcess(

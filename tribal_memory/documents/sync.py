@@ -11,6 +11,11 @@ Paths: a document's path (its chunks' ``source``, the key of its row with the
 owner) is the file's path relative to ``root`` in POSIX form, or its absolute
 path when it is outside ``root``.
 
+Only some files: ``include``, where given, is a test on the document path
+(``memory/a.md``); files whose path fails it are neither ingested nor
+forgotten (``serve --watch-openclaw`` watches a workspace for the files
+OpenClaw's memory-core indexes and nothing else).
+
 Everything here goes through the :class:`~tribal_memory.documents.index.DocumentIndex`
 (``ingest``, ``documents``, ``delete``).
 """
@@ -32,6 +37,14 @@ from tribal_memory.documents.parsing import DOCUMENT_SUFFIXES, iter_paths, relat
 
 if TYPE_CHECKING:
     from tribal_memory.documents.index import DocumentIndex
+
+Include = Callable[[str], bool]
+"""A test on a document path: whether a file with that path is kept in sync."""
+
+
+def _kept(include: Include | None, path: str) -> bool:
+    return include is None or include(path)
+
 
 WATCH_DEBOUNCE_MS = 800
 """Changes within this many milliseconds are handled together."""
@@ -168,15 +181,17 @@ def forget_missing(
     root: Path | None,
     report: Callable[[FileOutcome], None],
     under: Path | None = None,
+    include: Include | None = None,
 ) -> None:
     """Delete the documents of ``directory`` (or of its sub-path ``under``) whose file is gone.
 
     A document counts as one of the directory's when its path lies under the
-    directory and its owner is the one the directory's folder rule gives it.
+    directory, passes ``include`` and its owner is the one the directory's
+    folder rule gives it.
     """
     prefix, absolute = _prefix(under or directory, root)
     for info in index.documents():
-        if not info.path.startswith(prefix):
+        if not info.path.startswith(prefix) or not _kept(include, info.path):
             continue
         file = _file_of(info.path, root, absolute)
         if file.exists() or owner_in(directory, file, owner) != info.owner:
@@ -195,11 +210,15 @@ def sync_directory(
     owner: str | None,
     root: Path | None,
     report: Callable[[FileOutcome], None],
+    include: Include | None = None,
 ) -> None:
-    """Make the index match ``directory``: ingest every document, forget vanished ones."""
+    """Make the index match ``directory``: ingest every document, forget vanished ones.
+
+    ``include``: only documents whose path passes it (None: all).
+    """
     documents, _ = document_files([directory], owner=owner, root=root)
-    sync_files(index, documents, report)
-    forget_missing(index, directory, owner=owner, root=root, report=report)
+    sync_files(index, [d for d in documents if _kept(include, d.path)], report)
+    forget_missing(index, directory, owner=owner, root=root, report=report, include=include)
 
 
 def watch_directory(
@@ -212,6 +231,7 @@ def watch_directory(
     stop: threading.Event | None = None,
     max_seconds: float | None = None,
     ready: Callable[[], None] | None = None,
+    include: Include | None = None,
 ) -> None:
     """Keep the index in sync with ``directory`` until stopped.
 
@@ -231,6 +251,7 @@ def watch_directory(
         stop: Returns soon after this event is set.
         max_seconds: Returns after about this many seconds (None: no limit).
         ready: Called once the initial sync is done and changes are being watched.
+        include: Only documents whose path passes it (None: every document).
 
     Raises:
         InvalidInput: ``directory`` is not a directory.
@@ -260,12 +281,15 @@ def watch_directory(
         stop_event=stop,
     ):
         if not started:  # the watcher runs now: nothing written from here on is missed
-            sync_directory(index, directory, owner=owner, root=root, report=report)
+            sync_directory(index, directory, owner=owner, root=root, report=report, include=include)
             started = True
             if ready is not None:
                 ready()
         for _, name in sorted(changes, key=lambda change: change[1]):
-            _apply(index, directory, Path(name), owner=owner, root=root, report=report)
+            _apply(
+                index, directory, Path(name), owner=owner, root=root, report=report,
+                include=include,
+            )  # fmt: skip
         if deadline is not None and time.monotonic() >= deadline:
             return
 
@@ -278,21 +302,26 @@ def _apply(
     owner: str | None,
     root: Path | None,
     report: Callable[[FileOutcome], None],
+    include: Include | None = None,
 ) -> None:
-    """Bring the index in line with what is at ``path`` now."""
+    """Bring the index in line with what is at ``path`` now (``include``: see the module)."""
     if path.is_file():
-        if is_document(path):
+        if is_document(path) and _kept(include, relative_source(path, root)):
             _ingest_or_forget(index, directory, path, owner=owner, root=root, report=report)
     elif path.is_dir():  # a new or moved-in folder: its files may have raised no events
         documents, _ = document_files([path], owner=owner, root=root)
         for document in documents:
-            _ingest_or_forget(
-                index, directory, document.file, owner=owner, root=root, report=report
-            )
+            if _kept(include, document.path):
+                _ingest_or_forget(
+                    index, directory, document.file, owner=owner, root=root, report=report
+                )
     elif is_document(path):
-        _forget(index, directory, path, owner=owner, root=root, report=report)
+        if _kept(include, relative_source(path, root)):
+            _forget(index, directory, path, owner=owner, root=root, report=report)
     else:  # perhaps a folder deleted or moved away
-        forget_missing(index, directory, owner=owner, root=root, report=report, under=path)
+        forget_missing(
+            index, directory, owner=owner, root=root, report=report, under=path, include=include
+        )
 
 
 def _ingest_or_forget(

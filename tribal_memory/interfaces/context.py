@@ -41,9 +41,10 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from tribal_memory.base.errors import InvalidInput
-from tribal_memory.base.models import Memory, SearchFilters
+from tribal_memory.base.models import Memory, SearchFilters, path_matches
 from tribal_memory.base.results import Hit
 from tribal_memory.documents.tokens import count_tokens
+from tribal_memory.interfaces.tool_args import Scope, scope_filters
 from tribal_memory.interfaces.tool_paths import line_span, memory_path
 from tribal_memory.retrieval.calibration import DEFAULT_MIN_SCORE
 from tribal_memory.service.memory_service import MemoryService
@@ -200,17 +201,35 @@ def render(hits: Sequence[ContextItem], neighbors: Sequence[ContextItem]) -> str
     return "\n".join(lines)
 
 
+def within(memory: Memory, filters: SearchFilters) -> bool:
+    """Whether ``memory`` passes the conversation and path parts of ``filters``."""
+    if filters.doc_ids and memory.doc_id not in filters.doc_ids:
+        return False
+    if memory.doc_id is not None and memory.doc_id in filters.exclude_doc_ids:
+        return False
+    return path_matches(memory_path(memory), filters.paths)
+
+
 def neighbors_of(
-    service: MemoryService, hits: Sequence[Memory], owner: str | None
+    service: MemoryService,
+    hits: Sequence[Memory],
+    owner: str | None,
+    filters: SearchFilters | None = None,
 ) -> list[ContextItem]:
     """Neighbours of the hits (relations, adjacent chunks, shared tags), without the hits.
 
+    ``filters``: only neighbours passing its conversation and path parts
+    (:func:`within`; None: any the owner sees).
+
     Returns at most :data:`MAX_NEIGHBORS` items, in hit order.
     """
+    scope = filters if filters is not None else SearchFilters(owner=owner)
     seen = {m.memory_id for m in hits}
     found: list[ContextItem] = []
 
     def offer(memory: Memory, via: str) -> None:
+        if not within(memory, scope):
+            return
         if memory.memory_id not in seen and len(found) < MAX_NEIGHBORS:
             seen.add(memory.memory_id)
             found.append(_item(memory, via=via))
@@ -224,13 +243,13 @@ def neighbors_of(
     for memory in hits:
         if len(found) == MAX_NEIGHBORS:
             break
-        for tagged, tag in _sharing_tags(service, memory, owner):
+        for tagged, tag in _sharing_tags(service, memory, scope):
             offer(tagged, f"tag:{tag}")
     return found
 
 
 def _sharing_tags(
-    service: MemoryService, memory: Memory, owner: str | None
+    service: MemoryService, memory: Memory, filters: SearchFilters
 ) -> list[tuple[Memory, str]]:
     """Visible memories sharing a tag with ``memory``, with the first tag they share.
 
@@ -239,10 +258,9 @@ def _sharing_tags(
     """
     if not memory.tags:
         return []
-    filters = SearchFilters(owner=owner, tags=memory.tags)
     others = [
         m
-        for m in service.list_memories(filters, limit=_TAG_SCAN_LIMIT)
+        for m in service.list_memories(replace(filters, tags=memory.tags), limit=_TAG_SCAN_LIMIT)
         if m.memory_id != memory.memory_id
     ]
 
@@ -307,6 +325,9 @@ def build_context(
     include_neighbors: bool = True,
     max_tokens: int | None = None,
     learner: str | None = None,
+    scope: Scope | None = None,
+    conversation_id: str | None = None,
+    paths: Sequence[str] | None = None,
 ) -> KnowledgeContext:
     """The ``<knowledge-graph>`` block for ``prompt``, searched as ``owner``.
 
@@ -325,9 +346,16 @@ def build_context(
         min_score: Least calibrated score of a hit, in [0, 1].
         include_neighbors: Add the "Related notes (graph neighbors)" section.
         max_tokens: Token budget of the block (None: the ``context_max_tokens`` setting).
+        scope: ``session``, ``long-term`` or ``all`` (None: all), by
+            ``conversation_id``, as for ``memory_search``
+            (:func:`~tribal_memory.interfaces.tool_args.scope_filters`).
+        conversation_id: The current conversation (its turns' ``doc_id``).
+        paths: Only memories whose path matches one of these patterns
+            (hits and neighbours; ``SearchFilters.paths``).
 
     Raises:
-        InvalidInput: top_k < 1, min_score outside [0, 1], max_tokens < 1.
+        InvalidInput: top_k < 1, min_score outside [0, 1], max_tokens < 1,
+            scope ``session`` without a ``conversation_id``.
         TooLarge: top_k over ``max_k``.
         StoreUnavailable / EmbeddingError: the search failed.
     """
@@ -336,6 +364,7 @@ def build_context(
         raise InvalidInput("max_tokens must be at least 1")
     if not 0.0 <= min_score <= 1.0:
         raise InvalidInput("min_score must be between 0 and 1")
+    filters = scope_filters(owner, scope, conversation_id, list(paths or ()))
     if len(prompt.strip()) < MIN_PROMPT_CHARS:
         return KnowledgeContext("", "prompt_too_short", None, (), (), 0)
     if OPEN_TAG in prompt:
@@ -343,7 +372,7 @@ def build_context(
     result = service.recall_with_feedback(
         prompt.strip()[:MAX_QUERY_CHARS],
         k=top_k,
-        filters=SearchFilters(owner=owner),
+        filters=filters,
         mode="hybrid",
         min_score=min_score,
         learner=learner,
@@ -351,7 +380,9 @@ def build_context(
     if not result.hits:
         return KnowledgeContext("", "no_match", result.retrieval_id, (), (), 0)
     hits = [_item(hit.memory, score=float(hit.score)) for hit in result.hits]
-    neighbors = neighbors_of(service, _memories(result.hits), owner) if include_neighbors else []
+    neighbors = (
+        neighbors_of(service, _memories(result.hits), owner, filters) if include_neighbors else []
+    )
     block, shown_hits, shown_neighbors = _fit(hits, neighbors, budget)
     if not block:
         return KnowledgeContext("", "budget_too_small", result.retrieval_id, (), (), 0)

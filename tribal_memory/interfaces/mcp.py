@@ -1,7 +1,9 @@
 """The MCP server: the memory tools for any MCP client.
 
-``memory_search``, ``memory_get``, ``memory_feedback``, ``memory_capture`` and
-``memory_graph``.
+``memory_search``, ``memory_get``, ``memory_feedback``, ``memory_capture``,
+``memory_graph``, and ``memory_list``, ``memory_update`` and
+``memory_delete`` (an agent correcting its own memories,
+:mod:`tribal_memory.interfaces.tool_manage`).
 
 Built on the official ``mcp`` SDK's low-level :class:`mcp.server.Server`
 (input schemas generated from the arguments' Structs in
@@ -45,15 +47,18 @@ from tribal_memory.base.errors import (
     TooLarge,
     TribalError,
 )
-from tribal_memory.interfaces import tools
+from tribal_memory.interfaces import tool_manage, tools
 from tribal_memory.interfaces.graph_tool import memory_graph
 from tribal_memory.interfaces.mcp_stdio import stdin_lines
 from tribal_memory.interfaces.tool_args import (
     MemoryCaptureIn,
+    MemoryDeleteIn,
     MemoryFeedbackIn,
     MemoryGetIn,
     MemoryGraphIn,
+    MemoryListIn,
     MemorySearchIn,
+    MemoryUpdateIn,
     input_schema,
     parse,
 )
@@ -68,7 +73,8 @@ INSTRUCTIONS = (
     "Long-term memory shared by agents. Call memory_search before answering questions about "
     "prior work, decisions, people, preferences or facts; read more with memory_get; after "
     "answering, call memory_feedback with the paths you used so retrieval improves; store new "
-    "durable facts with memory_capture; explore related memories with memory_graph."
+    "durable facts with memory_capture; explore related memories with memory_graph; list, "
+    "correct and forget your own memories with memory_list, memory_update and memory_delete."
 )
 
 GRAPH_TOOL = "memory_graph"
@@ -124,8 +130,36 @@ TOOLS: tuple[types.Tool, ...] = (
         ),
         input_schema=input_schema(MemoryGraphIn),
     ),
+    types.Tool(
+        name="memory_list",
+        description=(
+            "List your own stored memories (captured facts and conversation turns; not "
+            "documents): path, text, tags, dates, newest pages via after=nextAfter. Needs an "
+            "agent (--agent)."
+        ),
+        input_schema=input_schema(MemoryListIn),
+    ),
+    types.Tool(
+        name="memory_update",
+        description=(
+            "Correct one of your own memories by its path (memory/<id>.md): new content "
+            "and/or tags. New content gives it a new path, named in the answer. Documents "
+            "change by editing the file and ingesting it again."
+        ),
+        input_schema=input_schema(MemoryUpdateIn),
+    ),
+    types.Tool(
+        name="memory_delete",
+        description=(
+            "Forget one of your own memories by its path (memory/<id>.md), e.g. when it is "
+            "wrong or the user asks. status=not_found: no memory of yours at that path."
+        ),
+        input_schema=input_schema(MemoryDeleteIn),
+    ),
 )
 """The tools listed to clients: descriptions, and input schemas from the arguments' Structs."""
+TOOL_NAMES: tuple[str, ...] = tuple(tool.name for tool in TOOLS)
+"""The names of :data:`TOOLS`, each served at ``POST /v1/tools/<name>`` too."""
 
 
 class ToolBackend(Protocol):
@@ -160,6 +194,8 @@ class ServiceBackend:
         """See :meth:`ToolBackend.call`."""
         if name == GRAPH_TOOL:
             return memory_graph(self.service, parse(MemoryGraphIn, arguments), owner=self.owner)
+        if name in tool_manage.MANAGE_TOOL_NAMES:
+            return tool_manage.call_tool(self.service, name, arguments, owner=self.owner)
         return tools.call_tool(self.service, name, arguments, owner=self.owner)
 
     def close(self) -> None:
@@ -213,10 +249,8 @@ class HttpBackend:
             StoreUnavailable: the server cannot be reached or did not answer JSON.
             TribalError: the server's error (by status: InvalidInput, NotFound, ...).
         """
-        if name == GRAPH_TOOL:
-            return self._post(f"/v1/tools/{GRAPH_TOOL}", dict(arguments))
-        if name not in tools.TOOL_NAMES:
-            raise InvalidInput(f"unknown tool {name!r}; known: {', '.join(tools.TOOL_NAMES)}")
+        if name not in TOOL_NAMES:
+            raise InvalidInput(f"unknown tool {name!r}; known: {', '.join(TOOL_NAMES)}")
         return self._post(f"/v1/tools/{name}", dict(arguments))
 
     def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:

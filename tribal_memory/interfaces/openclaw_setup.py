@@ -156,6 +156,22 @@ def find(openclaw: OpenClaw, *, node: str, agent: str | None) -> Found:
     """
     node_version = check_node(node)
     version = openclaw.run("--version").strip().splitlines()[-1]
+    config_path, chosen, workspace = locate(openclaw, agent=agent)
+    found = Found(node_version, version, config_path, chosen, workspace)
+    found.files = memory_files(found.workspace)
+    return found
+
+
+def locate(openclaw: OpenClaw, *, agent: str | None) -> tuple[Path, str, Path]:
+    """OpenClaw's config file, the agent id and its workspace, from OpenClaw's own config.
+
+    Args:
+        openclaw: The OpenClaw command line.
+        agent: The agent id; None: OpenClaw's default agent.
+
+    Raises:
+        SetupError: OpenClaw does not run or is not onboarded (no config file).
+    """
     config_path = Path(openclaw.run("config", "file").strip().splitlines()[-1]).expanduser()
     if not config_path.is_file():
         raise SetupError(
@@ -166,9 +182,7 @@ def find(openclaw: OpenClaw, *, node: str, agent: str | None) -> Found:
     chosen, workspace = _agent_workspace(agents if isinstance(agents, dict) else {}, agent)
     if workspace is None:
         workspace = config_path.parent / "workspace"
-    found = Found(node_version, version, config_path, chosen, workspace.expanduser())
-    found.files = memory_files(found.workspace)
-    return found
+    return config_path, chosen, workspace.expanduser()
 
 
 def _agent_workspace(agents: dict[str, Any], agent: str | None) -> tuple[str, Path | None]:
@@ -187,6 +201,14 @@ def _agent_workspace(agents: dict[str, Any], agent: str | None) -> tuple[str, Pa
     defaults = agents.get("defaults") if isinstance(agents.get("defaults"), dict) else {}
     workspace = entry.get("workspace") or (defaults or {}).get("workspace")
     return agent, Path(workspace) if isinstance(workspace, str) and workspace else None
+
+
+def is_memory_file(path: str) -> bool:
+    """Whether a workspace-relative POSIX path is one memory-core indexes.
+
+    ``MEMORY.md``, ``USER.md``, or a Markdown file anywhere under ``memory/``.
+    """
+    return path in MEMORY_FILES or (path.startswith(f"{MEMORY_DIR}/") and path.endswith(".md"))
 
 
 def memory_files(workspace: Path) -> list[Path]:

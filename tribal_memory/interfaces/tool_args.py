@@ -22,6 +22,7 @@ import msgspec
 
 from tribal_memory.base.errors import InvalidInput
 from tribal_memory.base.graph import MAX_STEPS
+from tribal_memory.base.models import SearchFilters
 from tribal_memory.base.validation import MAX_FILTER_VALUES, MAX_IDS, MAX_SOURCE_CHARS
 
 Count = Annotated[float, msgspec.Meta(ge=1)]
@@ -30,6 +31,10 @@ Count = Annotated[float, msgspec.Meta(ge=1)]
 
 Text = Annotated[str, msgspec.Meta(max_length=MAX_SOURCE_CHARS)]
 """A path, id, tag or name: at most 1,024 characters."""
+
+
+Scope = Literal["all", "session", "long-term"]
+"""Which memories a search covers, by conversation (see :func:`scope_filters`)."""
 
 
 def _text(description: str) -> msgspec.Meta:
@@ -69,7 +74,7 @@ class MemorySearchIn(ToolArgs):
     """The arguments of ``memory_search``.
 
     ``maxResults`` is capped at the ``max_k`` setting; a ``minScore`` outside
-    [0, 1] is clamped to it.
+    [0, 1] is clamped to it. ``scope`` and ``paths``: see :func:`scope_filters`.
     """
 
     query: Annotated[str, _text("What to look for.")]
@@ -100,6 +105,38 @@ class MemorySearchIn(ToolArgs):
             _text(
                 "The task this search belongs to: memory_feedback on any search of the task "
                 "may name paths another search of it returned."
+            ),
+        ]
+        | None
+    ) = None
+    scope: (
+        Annotated[
+            Scope,
+            _text(
+                "all (the default); session: only the turns captured in the current "
+                "conversation (conversationId); long-term: everything else (facts, documents, "
+                "earlier conversations)."
+            ),
+        ]
+        | None
+    ) = None
+    conversationId: (
+        Annotated[
+            Text,
+            _text(
+                "The current conversation, as its turns were captured (their doc_id; the "
+                "OpenClaw plugin sends the session id). Needed by scope session."
+            ),
+        ]
+        | None
+    ) = None
+    paths: (
+        Annotated[
+            list[Text],
+            _list(
+                MAX_FILTER_VALUES,
+                "Only results whose path matches one of these patterns (* matches any "
+                "characters, / included; a memory's path is memory/<id>.md).",
             ),
         ]
         | None
@@ -193,6 +230,35 @@ class MemoryGraphIn(ToolArgs):
     ) = None
     query: Annotated[str, _text("What to look for (search only).")] | None = None
     maxResults: Annotated[Count, _text("Most memories (default 10).")] | None = None
+
+
+def scope_filters(
+    owner: str | None,
+    scope: Scope | None,
+    conversation_id: str | None,
+    paths: list[str] | None = None,
+) -> SearchFilters:
+    """The prefilter of a tool search for ``owner`` under ``scope`` and ``paths``.
+
+    A conversation's turns are captured with the conversation's id as their
+    ``doc_id`` (the OpenClaw plugin: the session id). ``session``: only
+    memories with ``doc_id`` = ``conversation_id``; ``long-term``: all the
+    others (facts, documents, other conversations; without a
+    ``conversation_id``, everything); ``all`` or None: everything. ``paths``:
+    only memories whose path matches one of them (``SearchFilters.paths``).
+
+    Raises:
+        InvalidInput: ``session`` without a ``conversation_id``.
+    """
+    conversation = (conversation_id or "").strip()
+    if scope == "session" and not conversation:
+        raise InvalidInput("scope session needs the conversation's id (conversationId)")
+    return SearchFilters(
+        owner=owner,
+        doc_ids=(conversation,) if scope == "session" else (),
+        exclude_doc_ids=(conversation,) if scope == "long-term" and conversation else (),
+        paths=tuple(paths or ()),
+    )
 
 
 ArgsT = TypeVar("ArgsT", bound=ToolArgs)

@@ -18,16 +18,23 @@ path ``{status: "not_found", path}``.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from tribal_memory.base.errors import InvalidInput, NotFound
 from tribal_memory.base.models import Memory, MemoryPatch, SearchFilters
-from tribal_memory.interfaces.tool_args import MemoryDeleteIn, MemoryListIn, MemoryUpdateIn, count
+from tribal_memory.interfaces.tool_args import (
+    MemoryDeleteIn,
+    MemoryListIn,
+    MemoryUpdateIn,
+    count,
+    parse,
+)
 from tribal_memory.interfaces.tool_paths import memory_path, normalize_path
 from tribal_memory.service.memory_service import MemoryService
 
 MANAGE_TOOL_NAMES: tuple[str, ...] = ("memory_list", "memory_update", "memory_delete")
-"""The tools of this module (HTTP ``/v1/tools/<name>`` and the OpenClaw plugin)."""
+"""The tools of this module (HTTP ``/v1/tools/<name>``, MCP and the OpenClaw plugin)."""
 LIST_DEFAULT = 20
 """Memories per ``memory_list`` page when the call gives no ``limit``."""
 LIST_TEXT_CHARS = 300
@@ -39,7 +46,7 @@ _MEMORY_PATH = re.compile(r"^memory/([0-9a-fA-F-]{36})\.md$")
 def _owner_required(owner: str | None) -> str:
     if owner is None:
         raise InvalidInput("memory_list, memory_update and memory_delete act for an agent: "
-                           "send X-Agent-Id")  # fmt: skip
+                           "send X-Agent-Id (the MCP server: --agent)")  # fmt: skip
     return owner
 
 
@@ -129,3 +136,24 @@ def memory_delete(
         return {"status": "not_found", "path": args.path}
     service.delete(memory_id, owner=agent)
     return {"status": "deleted", "path": f"memory/{memory_id}.md", "memoryId": memory_id}
+
+
+def call_tool(
+    service: MemoryService,
+    name: str,
+    arguments: Mapping[str, Any] | None,
+    *,
+    owner: str | None,
+) -> dict[str, Any]:
+    """Run the tool ``name`` (one of :data:`MANAGE_TOOL_NAMES`) on raw arguments, for ``owner``.
+
+    Raises:
+        InvalidInput: an unknown tool or bad arguments; otherwise what the tool raises.
+    """
+    if name == "memory_list":
+        return memory_list(service, parse(MemoryListIn, arguments), owner=owner)
+    if name == "memory_update":
+        return memory_update(service, parse(MemoryUpdateIn, arguments), owner=owner)
+    if name == "memory_delete":
+        return memory_delete(service, parse(MemoryDeleteIn, arguments), owner=owner)
+    raise InvalidInput(f"unknown tool {name!r}; known: {', '.join(MANAGE_TOOL_NAMES)}")

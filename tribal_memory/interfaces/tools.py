@@ -11,7 +11,8 @@ Shapes (numbers may arrive as floats: ``6.0`` is 6). They follow OpenClaw's
 memory-core tools (2026.9.6) field for field where the agent reads them;
 ``retrievalId`` is the one addition.
 
-``memory_search {query, maxResults=6, minScore=0.08, corpus?, citations?}`` →
+``memory_search {query, maxResults=6, minScore=0.08, corpus?, citations?,
+scope?, conversationId?, paths?}`` →
 ``{results: [{path, startLine, endLine, score, vectorScore, textScore,
 snippet, source: "memory", provenance, corpus: "memory", citation?}],
 provider, model, mode, citations, retrievalId, corpora?, debug}``
@@ -31,7 +32,9 @@ when BM25 could not run yet (too few memories). ``corpus``: ``memory`` and
 no wiki corpus is registered; ``sessions`` answers unavailable (no session
 transcripts are held). When the store or the model fails the answer is
 memory-core's unavailable shape, ``{results: [], disabled: true, unavailable:
-true, error, warning, action}``, instead of an error.
+true, error, warning, action}``, instead of an error. ``scope`` (``all``,
+``session``, ``long-term``) with ``conversationId`` and ``paths`` narrow the
+search before ranking (:func:`~tribal_memory.interfaces.tool_args.scope_filters`).
 
 ``memory_get {path, from?, lines?, corpus?}`` → ``{status: "ok", text, path,
 from, lines, truncated?, nextFrom?}``: at most :data:`READ_DEFAULT_LINES`
@@ -74,7 +77,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tribal_memory.base.errors import EmbeddingError, InvalidInput, StoreUnavailable
-from tribal_memory.base.models import SHARED_OWNER, Memory, MemoryInput, SearchFilters
+from tribal_memory.base.models import SHARED_OWNER, Memory, MemoryInput
 from tribal_memory.base.results import Hit
 from tribal_memory.interfaces.tool_args import (
     MemoryCaptureIn,
@@ -83,6 +86,7 @@ from tribal_memory.interfaces.tool_args import (
     MemorySearchIn,
     count,
     parse,
+    scope_filters,
 )
 from tribal_memory.interfaces.tool_paths import (
     MEMORY_DIR,
@@ -165,7 +169,7 @@ def memory_search(
         the embedding model failed, or when ``corpus`` is ``sessions``.
 
     Raises:
-        InvalidInput: an empty query.
+        InvalidInput: an empty query, ``scope: "session"`` without ``conversationId``.
         TooLarge: a query over ``max_content_chars``.
     """
     query = args.query
@@ -189,13 +193,14 @@ def memory_search(
             "results do not cover that requested corpus.",
         }
     k = min(max_results, service.settings.max_k)
+    filters = scope_filters(owner, args.scope, args.conversationId, args.paths)
     session_id = args.sessionId
     started = time.perf_counter()
     try:
         result = service.recall_with_feedback(
             query,
             k=k,
-            filters=SearchFilters(owner=owner),
+            filters=filters,
             mode=args.mode or "hybrid",
             min_score=min_score,
             learner=learner,

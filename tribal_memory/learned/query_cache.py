@@ -54,12 +54,16 @@ MAX_PATCHED = 500
 def filter_key(filters: SearchFilters, mode: str = "") -> str:
     """Fingerprint of what a search's ``filters`` select beyond owner and shared.
 
-    ``""`` when they select by owner and shared only (``exclude_kinds`` aside:
-    a cached answer drops excluded kinds itself), else 16 hex digits of the
+    ``""`` when they select by owner and shared only (``exclude_kinds`` and
+    ``exclude_doc_ids`` aside: a cached answer drops excluded kinds and
+    conversations itself, so a search leaving out the current conversation
+    learns with the others), else 16 hex digits of the
     SHA-256 of the rest (and of ``mode``, when given: a mode that is itself a
     selection, such as ``title``).
     """
-    rest = dataclasses.replace(filters, owner=None, include_shared=True, exclude_kinds=())
+    rest = dataclasses.replace(
+        filters, owner=None, include_shared=True, exclude_kinds=(), exclude_doc_ids=()
+    )
     if rest == SearchFilters() and not mode:
         return ""
     return hashlib.sha256(f"{rest!r}|{mode}".encode()).hexdigest()[:16]

@@ -439,6 +439,7 @@ class Retriever:
 
     def _cached(self, q: SearchState, entry: CacheEntry) -> SearchResult:
         kinds, excluded = q.filters.kinds, q.filters.exclude_kinds
+        left_out = q.filters.exclude_doc_ids
         kept = [
             h
             for h in entry.hits
@@ -446,6 +447,7 @@ class Retriever:
             and q.filters.admits_owner(h.memory.owner)
             and (not kinds or h.memory.kind in kinds)
             and h.memory.kind not in excluded
+            and (h.memory.doc_id is None or h.memory.doc_id not in left_out)
         ]
         hits = [Hit(h.memory, h.score, rank, cached=True) for rank, h in enumerate(kept[: q.k], 1)]
         took_ms = (time.perf_counter() - q.started) * 1000

@@ -79,5 +79,5 @@ class SearchState:
     @property
     def plain_filters(self) -> bool:
         """Whether the filters are owner/shared only (a cached answer may serve them)."""
-        f = dataclasses.replace(self.filters, exclude_kinds=())
+        f = dataclasses.replace(self.filters, exclude_kinds=(), exclude_doc_ids=())
         return f == SearchFilters(owner=f.owner, include_shared=f.include_shared)

@@ -10,6 +10,7 @@ HTTP layer runs it in worker threads.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -315,10 +316,13 @@ class MemoryService(RetrievalOperations, GraphOperations):
         report: Callable[[FileOutcome], None],
         max_seconds: float | None = None,
         ready: Callable[[], None] | None = None,
+        include: Callable[[str], bool] | None = None,
+        stop: threading.Event | None = None,
     ) -> None:
-        """Keep the documents of ``directory`` in sync until interrupted or ``max_seconds``.
+        """Keep the documents of ``directory`` in sync until interrupted, ``stop``, ``max_seconds``.
 
-        See :func:`tribal_memory.documents.sync.watch_directory`.
+        ``include``: only documents whose path passes it. See
+        :func:`tribal_memory.documents.sync.watch_directory`.
         """
         watch_directory(
             self.document_index,
@@ -328,6 +332,8 @@ class MemoryService(RetrievalOperations, GraphOperations):
             report=report,
             max_seconds=max_seconds,
             ready=ready,
+            include=include,
+            stop=stop,
         )
 
     def documents(self, *, owner: str | None = None) -> list[DocumentInfo]:

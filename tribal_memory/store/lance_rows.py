@@ -108,11 +108,39 @@ def filter_sql(filters: SearchFilters) -> str | None:
         clauses.append(f"coalesce(event_time, created_at) >= {timestamp_sql(filters.since)}")
     if filters.until is not None:
         clauses.append(f"coalesce(event_time, created_at) <= {timestamp_sql(filters.until)}")
+    if filters.doc_ids:
+        clauses.append(f"doc_id IN ({in_list(filters.doc_ids)})")
+    if filters.exclude_doc_ids:
+        clauses.append(f"(doc_id IS NULL OR doc_id NOT IN ({in_list(filters.exclude_doc_ids)}))")
+    if filters.paths:
+        clauses.append(paths_sql(filters.paths))
     if filters.memory_ids is not None:
         ids = filters.memory_ids
         # The scalar index on memory_id answers the IN list; no id at all passes nothing.
         clauses.append(f"memory_id IN ({in_list(ids)})" if ids else "FALSE")
     return " AND ".join(clauses) if clauses else None
+
+
+def like_pattern(pattern: str) -> str:
+    """A ``SearchFilters.paths`` pattern as a SQL ``LIKE`` pattern (backslash escapes)."""
+    escaped = pattern.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return escaped.replace("*", "%")
+
+
+def paths_sql(patterns: Sequence[str]) -> str:
+    """The clause admitting memories whose virtual path matches one of ``patterns``.
+
+    A document chunk's path is its ``source``; any other memory's is
+    ``memory/<memory_id>.md`` (as the agent tools name them).
+    """
+
+    def matching(column: str) -> str:
+        return " OR ".join(f"{column} LIKE {quote(like_pattern(p))} ESCAPE '\\'" for p in patterns)
+
+    chunk = f"(kind = 'chunk' AND source IS NOT NULL AND ({matching('source')}))"
+    virtual = "('memory/' || memory_id || '.md')"
+    other = f"((kind <> 'chunk' OR source IS NULL) AND ({matching(virtual)}))"
+    return f"({chunk} OR {other})"
 
 
 def to_row(memory: Memory, vector: Vector) -> dict[str, Any]:

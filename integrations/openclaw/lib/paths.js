@@ -20,6 +20,14 @@ export function isMemoryPath(path) {
   return plain.startsWith("memory/") && plain.endsWith(".md");
 }
 
+/**
+ * The same rule as path patterns for the server (`paths` of memory_search and
+ * POST /v1/context; `*` matches any characters, "/" included): results and
+ * recalled notes are filtered on the server, so a search still fills
+ * maxResults. A captured memory's path, memory/<id>.md, matches memory/*.md.
+ */
+export const MEMORY_PATH_PATTERNS = Object.freeze(["MEMORY.md", "USER.md", "DREAMS.md", "dreams.md", "memory/*.md"]);
+
 /** memory-core's answer to a path it does not serve. */
 export function pathNotAllowed(path) {
   return {

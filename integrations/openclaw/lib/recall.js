@@ -2,6 +2,7 @@
 // front of each user turn.
 
 import { request } from "./http.js";
+import { MEMORY_PATH_PATTERNS } from "./paths.js";
 import { isObject } from "./settings.js";
 
 export const KNOWLEDGE_TAG = "<knowledge-graph>";
@@ -50,9 +51,12 @@ function citationOf(hit) {
  * The <knowledge-graph> block for a turn's prompt (POST /v1/context), followed
  * by a line with its retrievalId and the citations (path#La-Lb) to report; undefined to
  * add nothing (short prompt, a prompt already holding a block, no match, or
- * the server failing: that is logged, the turn goes on).
+ * the server failing: that is logged, the turn goes on). Only what memory-core
+ * would serve (MEMORY_PATH_PATTERNS) is recalled, and, under the default scope
+ * long-term, nothing of the current session `sessionId` (it is in the
+ * conversation already).
  */
-export async function recallFor(settings, agentId, prompt, logger) {
+export async function recallFor(settings, agentId, prompt, logger, sessionId) {
   const text = prompt.trim();
   if (text.length < MIN_PROMPT_CHARS || text.includes(KNOWLEDGE_TAG)) return undefined;
   const body = {
@@ -61,7 +65,10 @@ export async function recallFor(settings, agentId, prompt, logger) {
     top_k: settings.autoRecall.topK,
     min_score: settings.autoRecall.minScore,
     include_neighbors: settings.autoRecall.includeNeighbors,
+    scope: settings.autoRecall.scope,
+    paths: MEMORY_PATH_PATTERNS,
   };
+  if (typeof sessionId === "string" && sessionId) body.conversation_id = sessionId;
   if (settings.autoRecall.maxTokens) body.max_tokens = settings.autoRecall.maxTokens;
   let answer;
   try {

@@ -12,6 +12,7 @@ export const DEFAULTS = Object.freeze({
     minScore: 0.08,
     includeNeighbors: true,
     timeoutMs: 3_000,
+    scope: "long-term",
   }),
   autoCapture: Object.freeze({
     enabled: true,
@@ -58,6 +59,7 @@ export function resolveSettings(raw) {
       includeNeighbors: recall.includeNeighbors !== false,
       timeoutMs: positiveNumber(recall.timeoutMs, DEFAULTS.autoRecall.timeoutMs),
       maxTokens: positiveNumber(recall.maxTokens, undefined),
+      scope: recall.scope === "all" ? "all" : DEFAULTS.autoRecall.scope,
     },
     autoCapture: {
       enabled: capture.enabled !== false,

@@ -2,7 +2,7 @@
 
 import { describeFailure, getFailure, searchFailure, toolResult, writeFailure } from "./answers.js";
 import { request } from "./http.js";
-import { isMemoryPath, pathNotAllowed } from "./paths.js";
+import { MEMORY_PATH_PATTERNS, isMemoryPath, pathNotAllowed } from "./paths.js";
 import { isObject, resolveSettings } from "./settings.js";
 
 export const TOOL_NAMES = ["memory_search", "memory_get", "memory_feedback", "memory_capture"];
@@ -41,6 +41,12 @@ const SEARCH_PARAMETERS = {
       type: "string",
       enum: ["memory", "wiki", "all", "sessions"],
       description: "memory (the default) or all: memories and documents; wiki and sessions are not held by this backend.",
+    },
+    scope: {
+      type: "string",
+      enum: ["all", "session", "long-term"],
+      description:
+        "all (the default); session: only what was said in this conversation (its captured turns); long-term: everything else (facts you stored, the memory files, earlier conversations).",
     },
   },
   required: ["query"],
@@ -151,23 +157,24 @@ export function createTools(api, ctx) {
       name: "memory_search",
       label: "Memory Search",
       description:
-        "Search long-term memory (tribal-memory: hybrid semantic and keyword search over the agent's memories, earlier conversations, shared team knowledge and the workspace's MEMORY.md, USER.md and memory/ files) before answering questions about prior work, decisions, dates, people, preferences or todos. Each result has a path, lines and a citation (path#La-Lb) for memory_get. The answer carries a retrievalId: after using results, report their citations with memory_feedback. If the answer has disabled=true or unavailable=true, tell the user, with its warning and action.",
+        "Search long-term memory (tribal-memory: hybrid semantic and keyword search over the agent's memories, earlier conversations, shared team knowledge and the workspace's MEMORY.md, USER.md and memory/ files) before answering questions about prior work, decisions, dates, people, preferences or todos. scope narrows it: session = only this conversation's turns, long-term = everything but them (the default, all, searches both). Each result has a path, lines and a citation (path#La-Lb) for memory_get. The answer carries a retrievalId: after using results, report their citations with memory_feedback. If the answer has disabled=true or unavailable=true, tell the user, with its warning and action.",
       parameters: SEARCH_PARAMETERS,
       async execute(_toolCallId, params, signal) {
         const mode = citationsMode(currentConfig());
         const body = {
           maxResults: settings.maxResults,
           minScore: settings.minScore,
-          ...pick(params, ["query", "maxResults", "minScore", "corpus"]),
+          ...pick(params, ["query", "maxResults", "minScore", "corpus", "scope"]),
           citations: citationsOn(mode, ctx?.sessionKey) ? "on" : "off",
+          // As memory-core: only the workspace's memory files (and captured memories),
+          // filtered by the server before it ranks.
+          paths: MEMORY_PATH_PATTERNS,
+          // The conversation `scope` refers to: autoCapture stores its turns with this doc_id.
+          ...(typeof ctx?.sessionId === "string" && ctx.sessionId ? { conversationId: ctx.sessionId } : {}),
         };
         return answer(signal, "memory search could not reach the tribal-memory server.", searchFailure, async () => {
           const found = await call("memory_search", body, signal);
           if (isObject(found) && "citations" in found) found.citations = mode;
-          // As memory-core: only the workspace's memory files (and captured memories) are served.
-          if (isObject(found) && Array.isArray(found.results)) {
-            found.results = found.results.filter((hit) => isMemoryPath(hit?.path));
-          }
           return found;
         });
       },

@@ -3,11 +3,15 @@
 ``create_app(settings)`` builds the app; the :class:`MemoryService` is opened
 in the lifespan (in a worker thread: loading the model blocks) and closed on
 shutdown. Handlers are synchronous and run with ``sync_to_thread=True``.
+Background workers (``serve --watch-openclaw``'s watcher) run in threads of
+their own on the same service, from startup until shutdown.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import logging
+import threading
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
 from typing import Any
@@ -46,6 +50,41 @@ from tribal_memory.interfaces.dashboard import dashboard_router, template_config
 from tribal_memory.service.memory_service import MemoryService
 
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+_WORKER_STOP_S = 30.0
+"""Longest wait for a background worker at shutdown, in seconds."""
+
+logger = logging.getLogger("tribal_memory.interfaces.api")
+
+Worker = Callable[[MemoryService, threading.Event], None]
+"""A background job of the server: runs on the open service until the event is set."""
+
+
+def _run_worker(worker: Worker, service: MemoryService, stop: threading.Event) -> None:
+    """Run ``worker``; a failure is logged (the server goes on serving)."""
+    try:
+        worker(service, stop)
+    except Exception:  # noqa: BLE001 - a worker's failure must not take the server down
+        logger.exception("background worker %s failed", getattr(worker, "__name__", worker))
+
+
+def _start_workers(
+    workers: Sequence[Worker], service: MemoryService, stop: threading.Event
+) -> list[threading.Thread]:
+    threads = [
+        threading.Thread(
+            target=_run_worker, args=(worker, service, stop), name="tribal-worker", daemon=True
+        )
+        for worker in workers
+    ]
+    for thread in threads:
+        thread.start()
+    return threads
+
+
+def _stop_workers(threads: Sequence[threading.Thread], stop: threading.Event) -> None:
+    stop.set()
+    for thread in threads:
+        thread.join(timeout=_WORKER_STOP_S)
 
 
 async def require_utf8_body(request: Request[Any, Any, Any]) -> None:
@@ -79,7 +118,9 @@ def _cors_config(origins: tuple[str, ...]) -> CORSConfig | None:
     )
 
 
-def create_app(settings: Settings, *, embedder: Embedder | None = None) -> Litestar:
+def create_app(
+    settings: Settings, *, embedder: Embedder | None = None, workers: Sequence[Worker] = ()
+) -> Litestar:
     """Build the HTTP API over the data dir and model named by ``settings``.
 
     The web dashboard is served at ``/ui`` (:mod:`tribal_memory.interfaces.dashboard`)
@@ -92,6 +133,8 @@ def create_app(settings: Settings, *, embedder: Embedder | None = None) -> Lites
         settings: Configuration; ``max_request_bytes`` caps request bodies (413).
         embedder: An already loaded embedder to share (tests); loaded from
             ``settings.embedding_model`` at startup if None.
+        workers: Jobs started, each in its own thread, once the service is
+            open, and stopped (their event set, then joined) before it closes.
 
     Returns:
         The app. Starting it (lifespan startup) opens the service and raises
@@ -105,10 +148,13 @@ def create_app(settings: Settings, *, embedder: Embedder | None = None) -> Lites
         open_service = partial(MemoryService, settings, embedder=embedder)
         service = await anyio.to_thread.run_sync(open_service)
         app.state[SERVICE_STATE_KEY] = service
+        stop = threading.Event()
+        threads = _start_workers(workers, service, stop)
         try:
             yield
         finally:
             del app.state[SERVICE_STATE_KEY]
+            await anyio.to_thread.run_sync(_stop_workers, threads, stop)
             await anyio.to_thread.run_sync(service.close)
 
     return Litestar(

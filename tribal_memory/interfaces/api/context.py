@@ -31,7 +31,8 @@ def context(data: JSONBody[ContextRequest], service: Service, caller: CallerDep)
     ``max_tokens`` (default: the ``context_max_tokens`` setting).
 
     Raises:
-        InvalidInput: 400, top_k < 1. TooLarge: 413, top_k over ``max_k``.
+        InvalidInput: 400, top_k < 1, scope ``session`` without ``conversation_id``.
+        TooLarge: 413, top_k over ``max_k``.
         Forbidden: 403, a non-admin key named another ``agent_id``.
         StoreUnavailable / EmbeddingError: 503.
     """
@@ -44,5 +45,8 @@ def context(data: JSONBody[ContextRequest], service: Service, caller: CallerDep)
         include_neighbors=data.include_neighbors,
         max_tokens=data.max_tokens,
         learner=caller.learner,
+        scope=data.scope,
+        conversation_id=data.conversation_id,
+        paths=data.paths,
     )
     return msgspec.convert(context_json(built), ContextOut)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import ctypes
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 import uvicorn
@@ -16,7 +17,7 @@ from pydantic import ValidationError
 
 from tribal_memory.base.config import Settings
 from tribal_memory.base.errors import TribalError
-from tribal_memory.interfaces.api.app import create_app
+from tribal_memory.interfaces.api.app import Worker, create_app
 from tribal_memory.service.memory_service import MemoryService
 
 _M_ARENA_MAX = -8
@@ -60,7 +61,7 @@ def limit_malloc_arenas(arenas: int) -> bool:
         return False
 
 
-def run(settings: Settings) -> None:
+def run(settings: Settings, *, workers: Sequence[Worker] = ()) -> None:
     """Serve the API on ``settings.host:settings.port`` until interrupted (blocks).
 
     Requests need an API key when ``settings.auth_enabled``; a warning goes
@@ -69,6 +70,7 @@ def run(settings: Settings) -> None:
     The model is loaded and the stores are opened once before the server
     starts, so a bad data dir or model fails here, as an exception, instead of
     as a traceback in uvicorn's startup log. The loaded model is handed to the app.
+    ``workers`` run beside the server on its service (see :func:`create_app`).
 
     Raises:
         EmbeddingError: the embedding model cannot be loaded.
@@ -86,7 +88,7 @@ def run(settings: Settings) -> None:
             file=sys.stderr,
         )
     uvicorn.run(
-        create_app(settings, embedder=embedder),
+        create_app(settings, embedder=embedder, workers=workers),
         host=settings.host,
         port=settings.port,
         log_level="info",

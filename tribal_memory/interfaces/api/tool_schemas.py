@@ -14,6 +14,8 @@ from typing import Annotated, Literal
 
 import msgspec
 
+from tribal_memory.base.validation import MAX_FILTER_VALUES
+from tribal_memory.interfaces.tool_args import Scope, Text
 from tribal_memory.retrieval.calibration import DEFAULT_MIN_SCORE
 
 Score = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
@@ -185,7 +187,12 @@ class ContextRequest(msgspec.Struct, forbid_unknown_fields=True):
     ``agent_id``: the agent (its memories plus shared ones; null: every
     owner). ``top_k`` (>= 1) hits with calibrated score >= ``min_score``;
     ``include_neighbors`` adds related notes; ``max_tokens`` overrides the
-    ``context_max_tokens`` setting.
+    ``context_max_tokens`` setting. ``scope`` (``all``, ``session``,
+    ``long-term``) and ``conversation_id`` narrow the hits and notes by
+    conversation, ``paths`` to memories whose path matches one of its
+    patterns, as for ``memory_search``'s ``scope``, ``conversationId`` and
+    ``paths`` (the OpenClaw plugin sends ``long-term``, its session id and
+    the files memory-core serves).
     """
 
     prompt: str
@@ -194,6 +201,9 @@ class ContextRequest(msgspec.Struct, forbid_unknown_fields=True):
     min_score: Score = DEFAULT_MIN_SCORE
     include_neighbors: bool = True
     max_tokens: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    scope: Scope | None = None
+    conversation_id: Text | None = None
+    paths: Annotated[list[Text], msgspec.Meta(max_length=MAX_FILTER_VALUES)] | None = None
 
 
 class ContextItemOut(msgspec.Struct):

@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+import threading
+from collections.abc import Callable
 from datetime import datetime
 from enum import StrEnum
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -42,6 +45,7 @@ from tribal_memory.interfaces.cli.output import (
     Output,
     capture_dict,
     capture_line,
+    fail,
     fields_output,
     fields_table,
     hits_output,
@@ -56,6 +60,7 @@ from tribal_memory.interfaces.cli.run import Run, with_run
 
 if TYPE_CHECKING:
     from tribal_memory.base.results import SearchMode
+    from tribal_memory.service.memory_service import MemoryService
 
 
 class Mode(StrEnum):
@@ -87,8 +92,35 @@ def serve(
     port: Annotated[
         int | None, typer.Option(min=0, max=65535, help="TCP port (default: 18960).")
     ] = None,
+    watch_openclaw: Annotated[
+        bool,
+        typer.Option(
+            "--watch-openclaw",
+            help="Also keep the OpenClaw agent's MEMORY.md, USER.md and memory/ indexed.",
+        ),
+    ] = False,
+    openclaw_agent: Annotated[
+        str | None,
+        typer.Option(help="With --watch-openclaw: the agent (default: OpenClaw's default)."),
+    ] = None,
+    openclaw_profile: Annotated[
+        str | None, typer.Option(help="With --watch-openclaw: OpenClaw's --profile.")
+    ] = None,
+    openclaw_command: Annotated[
+        str, typer.Option("--openclaw", help="With --watch-openclaw: the openclaw command.")
+    ] = "openclaw",
+    openclaw_workspace: Annotated[
+        Path | None,
+        typer.Option(help="With --watch-openclaw: this workspace, without asking OpenClaw."),
+    ] = None,
 ) -> None:
-    """Run the HTTP server (see /schema for the API) until interrupted."""
+    """Run the HTTP server (see /schema for the API) until interrupted.
+
+    With --watch-openclaw the server also keeps the files OpenClaw's
+    memory-core indexes (MEMORY.md, USER.md, memory/**/*.md of the agent's
+    workspace, found in OpenClaw's config as `openclaw setup` finds it)
+    ingested as the agent's documents while it runs.
+    """
     overrides = {
         name: value for name, value in (("host", host), ("port", port)) if value is not None
     }
@@ -97,7 +129,39 @@ def serve(
         from tribal_memory.interfaces.api.server import run as run_server
     except ImportError as exc:
         raise TribalError(f"the HTTP server is not available: {exc}") from exc
-    run_server(settings)
+    workers: list[Callable[[MemoryService, threading.Event], None]] = []
+    if watch_openclaw:
+        workers.append(
+            _openclaw_watcher(
+                openclaw_command, openclaw_profile, openclaw_agent, openclaw_workspace
+            )
+        )
+    elif openclaw_agent or openclaw_profile or openclaw_workspace:
+        raise typer.BadParameter("only with --watch-openclaw", param_hint="--openclaw-*")
+    run_server(settings, workers=workers)
+
+
+def _openclaw_watcher(
+    command: str, profile: str | None, agent: str | None, workspace: Path | None
+) -> Callable[[MemoryService, threading.Event], None]:
+    """The worker of ``serve --watch-openclaw``, for the workspace OpenClaw's config names.
+
+    Exits with status 1 (and the reason) when OpenClaw cannot be asked or the
+    workspace is missing.
+    """
+    from tribal_memory.interfaces.openclaw_setup import OpenClaw, SetupError, locate
+    from tribal_memory.interfaces.openclaw_watch import workspace_watcher
+
+    if workspace is None:
+        try:
+            _, agent, workspace = locate(OpenClaw.parse(command, profile), agent=agent)
+        except SetupError as exc:
+            fail(str(exc))
+    if not workspace.is_dir():
+        fail(f"OpenClaw workspace {workspace} does not exist (run `openclaw setup --baseline`)")
+    chosen = agent or "main"
+    typer.echo(f"watching OpenClaw workspace {workspace} for agent {chosen}", err=True)
+    return workspace_watcher(workspace.resolve(), chosen)
 
 
 @app.command()

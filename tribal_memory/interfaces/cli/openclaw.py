@@ -142,6 +142,11 @@ def _ingest(run: Run, found: Found) -> dict[str, int]:
     }
 
 
+def _agent_option(agent: str) -> str:
+    """`` --openclaw-agent A`` for an agent other than ``main``, else nothing."""
+    return "" if agent == "main" else f" --openclaw-agent {agent}"
+
+
 def _lines(summary: dict[str, Any], *, done: bool) -> list[str]:
     """The steps, readable, for a terminal."""
     files = ", ".join(summary["files"]) or "none yet"
@@ -163,5 +168,6 @@ def _lines(summary: dict[str, Any], *, done: bool) -> list[str]:
         f"{ingested['unchanged']} unchanged",
         f"installed {PLUGIN_ID} from {summary['plugin_dir']}: memory slot, hooks allowed, "
         f"server {summary['server_url']}, key {summary['key']}",
-        "next: tribal-memory serve, then openclaw gateway run (or openclaw gateway restart)",
+        f"next: tribal-memory serve --watch-openclaw{_agent_option(summary['agent'])}, then "
+        "openclaw gateway run (or openclaw gateway restart)",
     ]
