@@ -16,6 +16,8 @@ from tribal_memory.base.models import MemoryInput, SearchFilters
 from tribal_memory.base.results import SearchMode
 from tribal_memory.bench.calibration import auroc, chosen_min_score, run_calibration_bench
 from tribal_memory.interfaces.context import build_context
+from tribal_memory.interfaces.tool_args import MemorySearchIn
+from tribal_memory.interfaces.tools import memory_search
 from tribal_memory.retrieval.calibration import (
     DEFAULT_MIN_SCORE,
     FEATURES,
@@ -234,3 +236,19 @@ def test_a_memory_an_anchor_finds_stays_above_the_default_min_score(
     hit = facts.search(question, k=3, filters=SearchFilters(owner="alice")).hits[0]
     assert hit.memory.memory_id == wifi.memory_id and hit.anchor_match == 1.0
     assert hit.score >= 0.6  # the anchor's gain counts as evidence (noisy-OR)
+
+
+def test_the_agents_search_keeps_a_loosely_worded_answer_by_default(
+    service: MemoryService,
+) -> None:
+    service.capture_batch(
+        [
+            MemoryInput(
+                "User: I moved to Lisbon in the spring of 2025 for the new job.", owner="main"
+            ),
+            MemoryInput("User: My cat is called Miso and sleeps on the bookshelf.", owner="main"),
+        ]
+    )
+    question = "Which city did I move to, from earlier conversations?"
+    answer = memory_search(service, MemorySearchIn(query=question), owner="main")
+    assert any("Lisbon" in r["snippet"] for r in answer["results"])

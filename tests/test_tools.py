@@ -23,8 +23,12 @@ from tribal_memory.embeddings.base import Embedder, Vector
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
 from tribal_memory.interfaces.api import create_app
 from tribal_memory.interfaces.tool_manage import MANAGE_TOOL_NAMES
-from tribal_memory.interfaces.tools import SNIPPET_MAX_CHARS, TOOL_NAMES, document_lines
-from tribal_memory.retrieval.calibration import DEFAULT_MIN_SCORE
+from tribal_memory.interfaces.tools import (
+    DEFAULT_MIN_SCORE,
+    SNIPPET_MAX_CHARS,
+    TOOL_NAMES,
+    document_lines,
+)
 from tribal_memory.service.memory_service import MemoryService
 
 DATA = Path(__file__).resolve().parent / "data" / "openclaw"

@@ -80,7 +80,7 @@ class MemorySearchIn(ToolArgs):
     query: Annotated[str, _text("What to look for.")]
     maxResults: Annotated[Count, _text("Most results (default 6).")] | None = None
     minScore: (
-        Annotated[float, _text("Least score of a result, in [0, 1] (default 0.08).")] | None
+        Annotated[float, _text("Least score of a result, in [0, 1] (default 0.02).")] | None
     ) = None
     corpus: (
         Annotated[

@@ -11,7 +11,7 @@ Shapes (numbers may arrive as floats: ``6.0`` is 6). They follow OpenClaw's
 memory-core tools (2026.9.6) field for field where the agent reads them;
 ``retrievalId`` is the one addition.
 
-``memory_search {query, maxResults=6, minScore=0.08, corpus?, citations?,
+``memory_search {query, maxResults=6, minScore=0.02, corpus?, citations?,
 scope?, conversationId?, paths?}`` →
 ``{results: [{path, startLine, endLine, score, vectorScore, textScore,
 snippet, source: "memory", provenance, corpus: "memory", citation?}],
@@ -104,14 +104,14 @@ from tribal_memory.interfaces.tool_read import (
     memory_get,
     read_window,
 )
-from tribal_memory.retrieval.calibration import DEFAULT_MIN_SCORE as CALIBRATED_MIN_SCORE
+from tribal_memory.retrieval.calibration import DEFAULT_TOOL_MIN_SCORE
 from tribal_memory.service.memory_service import MemoryService
 
 SNIPPET_MAX_CHARS = 700
 """Longest snippet returned by ``memory_search``, in characters (as OpenClaw's memory-core)."""
 DEFAULT_MAX_RESULTS = 6
 """``maxResults`` when the call leaves it out (OpenClaw's default)."""
-DEFAULT_MIN_SCORE = CALIBRATED_MIN_SCORE
+DEFAULT_MIN_SCORE = DEFAULT_TOOL_MIN_SCORE
 """``minScore`` when the call leaves it out: the calibrated default of
 :mod:`tribal_memory.retrieval.calibration` (scores are calibrated relevance,
 not memory-core's scale)."""

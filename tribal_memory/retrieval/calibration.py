@@ -70,8 +70,16 @@ DEFAULT_MODEL = RelevanceModel(intercept=-7.478, weights=(1.495, 4.629, 1.658, 1
 """Fitted by ``tribal-memory bench calibration --fit`` (see the module docstring)."""
 
 DEFAULT_MIN_SCORE = 0.08
-"""The ``min_score`` of ``/v1/context`` and the agent tools when the caller gives
-none: chosen by ``bench calibration --fit`` on its fit half (best Youden index)."""
+"""The ``min_score`` of ``/v1/context`` (a block put in front of every prompt,
+unasked) when the caller gives none: chosen by ``bench calibration --fit`` on
+its fit half (best Youden index)."""
+
+DEFAULT_TOOL_MIN_SCORE = 0.02
+"""The ``minScore`` of the agent's ``memory_search`` when the model gives none:
+the lowest ``bench calibration`` grid value, which kept a hit for every
+answerable question of both halves. An agent that asks wants the best there
+is (a paraphrase scores low: "Where do I live now?" against "I moved to
+Lisbon" is about 0.01); only the unasked context block abstains at 0.08."""
 
 
 def query_stems(query: str) -> frozenset[str]:

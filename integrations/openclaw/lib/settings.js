@@ -4,12 +4,12 @@ export const DEFAULTS = Object.freeze({
   baseUrl: "http://127.0.0.1:18960",
   timeoutMs: 10_000,
   maxResults: 6,
-  minScore: 0.08, // calibrated relevance: `tribal-memory bench calibration`
+  minScore: 0.02, // calibrated relevance (`tribal-memory bench calibration`): keep what may answer
   captureTool: true,
   autoRecall: Object.freeze({
     enabled: true,
     topK: 3,
-    minScore: 0.08,
+    minScore: 0.08, // the unasked recall block abstains
     includeNeighbors: true,
     timeoutMs: 3_000,
     scope: "long-term",

@@ -36,7 +36,7 @@ const SEARCH_PARAMETERS = {
   properties: {
     query: { type: "string", description: "What to look for, in plain words." },
     maxResults: { type: "integer", minimum: 1, description: "Most results (default 6)." },
-    minScore: { type: "number", description: "Least score of a result, in [0, 1] (default 0.08; scores are calibrated relevance)." },
+    minScore: { type: "number", description: "Least score of a result, in [0, 1] (default 0.02; scores are calibrated relevance)." },
     corpus: {
       type: "string",
       enum: ["memory", "wiki", "all", "sessions"],
