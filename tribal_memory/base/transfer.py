@@ -15,6 +15,7 @@ Source = Path | bytes | IO[bytes]
 OnConflict = Literal["keep", "replace"]
 """Which wins when the file and this instance hold the same memory with other fields."""
 
+
 @dataclass(frozen=True, slots=True)
 class TransferCounts:
     """Outcome for one kind of record.

@@ -26,6 +26,7 @@ from tribal_memory.learned.query_cache import eligible
 
 __all__ = ["Bucket", "CurvePoint", "RetrievalStats", "UsageCounts", "retrieval_stats"]
 
+
 @dataclass(slots=True)
 class _Tally:
     retrievals: int = 0

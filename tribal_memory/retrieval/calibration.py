@@ -40,6 +40,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 import numpy as np
 
@@ -87,12 +88,17 @@ def query_stems(query: str) -> frozenset[str]:
     return frozenset(stem(w) for w in content_terms(query))
 
 
+@lru_cache(maxsize=8192)
+def _content_stems(content: str) -> frozenset[str]:
+    """Stems of ``content``'s content words (cached: the same memories come back often)."""
+    return frozenset(stem(w) for w in content_terms(content))
+
+
 def coverage(stems: frozenset[str], content: str) -> float:
     """Share of ``stems`` found among the stems of ``content``'s words, in [0, 1] (0: no stems)."""
     if not stems:
         return 0.0
-    found = {stem(w) for w in content_terms(content)}
-    return len(stems & found) / len(stems)
+    return len(stems & _content_stems(content)) / len(stems)
 
 
 def features(

@@ -418,6 +418,8 @@ class Retriever:
             hits, q.query, cosine_range, anchor_weight=self.settings.anchor_weight
         )
         kept = [h for h in scored_hits if h.score >= q.min_score]
+        if len(kept) == len(scored_hits):
+            return kept, cosine_range
         return [dataclasses.replace(h, rank=r) for r, h in enumerate(kept, 1)], cosine_range
 
     # -- helpers ------------------------------------------------------------------------
