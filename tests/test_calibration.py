@@ -212,8 +212,9 @@ def test_bench_calibration_reports_both_halves(tmp_path: Path) -> None:
     out = tmp_path / "report.json"
     report = run_calibration_bench(path, out, refit=False, progress=False)
     assert json.loads(out.read_text()) == report
-    assert report["fit_conversations"] == ["conv-a"]
-    assert report["held_out_conversations"] == ["conv-b"]
+    assert report["fit_conversations"] == [1]
+    assert report["held_out_conversations"] == [2]
+    assert "conv-a" not in out.read_text()  # positions, not the data's conversation ids
     held = report["held_out"]
     assert held["n"] == {"answerable": 2, "off-topic": 2, "nonsense": 20}
     assert 0.0 <= held["auroc"] <= 1.0

@@ -95,7 +95,6 @@ class Asked:
     gold: np.ndarray  # (hits,) 1 where the hit is an evidence turn
     scores: np.ndarray  # (hits,) calibrated score as served
     rank_scores: np.ndarray  # (hits,) ranking score before calibration
-    n_gold: int
 
 
 def nonsense_strings(n: int, seed: int = 7) -> list[str]:
@@ -124,7 +123,6 @@ def _asked(
         np.array([str(h.memory.metadata.get("dia_id")) in gold for h in hits], dtype=np.float64),
         np.array([h.score for h in hits]),
         np.array([h.rank_score if h.rank_score is not None else h.score for h in hits]),
-        len(gold),
     )
 
 
@@ -147,7 +145,7 @@ def _ask_all(
             asked.append(_asked(service, text, sample.sample_id, frozenset(), "nonsense"))
         per_sample.append(asked)
         if emit is not None:
-            emit(f"{sample.sample_id}: {len(asked)} searches")
+            emit(f"conversation {i + 1} of {len(samples)}: {len(asked)} searches")
     return per_sample
 
 
@@ -178,11 +176,7 @@ def _scored(asked: Sequence[Asked], model: RelevanceModel | None) -> list[np.nda
     """Each search's hit scores under ``model`` (None: as served)."""
     if model is None:
         return [a.scores for a in asked]
-    out = []
-    for a in asked:
-        z = model.intercept + a.x @ np.asarray(model.weights)
-        out.append(1.0 / (1.0 + np.exp(-z)))
-    return out
+    return [model.probabilities(a.x) for a in asked]
 
 
 def _top(scores: np.ndarray) -> float:
@@ -287,7 +281,8 @@ def run_calibration_bench(
         log: Where progress lines go (default: stderr).
 
     Returns:
-        ``{"dataset", "fit_conversations", "held_out_conversations",
+        ``{"dataset", "fit_conversations", "held_out_conversations"`` (1-based
+        positions in the file: the report names no conversation of the data),
         "default_min_score", "model", "fit", "held_out", "fitted"?, "machine"}``
         where ``fit``/``held_out`` are :func:`half_report` dicts of the scores as served.
 
@@ -314,8 +309,8 @@ def run_calibration_bench(
     held_half = [a for asked in per_sample[n_fit:] for a in asked]
     report: dict[str, Any] = {
         "dataset": str(path),
-        "fit_conversations": [s.sample_id for s in samples[:n_fit]],
-        "held_out_conversations": [s.sample_id for s in samples[n_fit:]],
+        "fit_conversations": list(range(1, n_fit + 1)),
+        "held_out_conversations": list(range(n_fit + 1, len(samples) + 1)),
         "default_min_score": DEFAULT_MIN_SCORE,
         "model": {
             "intercept": DEFAULT_MODEL.intercept,

@@ -62,9 +62,15 @@ class RelevanceModel:
     weights: tuple[float, float, float, float]
 
     def probability(self, features: Sequence[float]) -> float:
-        """The modelled probability that a hit with these features is relevant, in (0, 1)."""
+        """The modelled probability that a hit with these features is relevant, in [0, 1)."""
         z = self.intercept + sum(w * x for w, x in zip(self.weights, features, strict=True))
         return 1.0 / (1.0 + math.exp(-z)) if z > -700 else 0.0
+
+    def probabilities(self, x: np.ndarray) -> np.ndarray:
+        """:meth:`probability` of each row of ``x`` (shape ``(n, 4)``), shape ``(n,)``."""
+        z = self.intercept + np.asarray(x, dtype=np.float64) @ np.asarray(self.weights)
+        result: np.ndarray = 1.0 / (1.0 + np.exp(-z))
+        return result
 
 
 DEFAULT_MODEL = RelevanceModel(intercept=-7.478, weights=(1.495, 4.629, 1.658, 1.626))
