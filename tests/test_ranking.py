@@ -60,7 +60,6 @@ def _hits(
         vector_weight=0.5,
         normalisation="min-max",
         k=k,
-        min_score=0.0,
         score_ids=score_ids,
     )
 

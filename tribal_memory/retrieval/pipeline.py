@@ -392,7 +392,6 @@ class Retriever:
             vector_weight=self._vector_weight(q.mode),
             normalisation=self._normalisation(q),
             k=q.k,
-            min_score=0.0,  # calibrated scores decide (stage 9)
             score_ids=score_ids,
         )
 

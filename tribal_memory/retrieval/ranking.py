@@ -41,7 +41,6 @@ def rank(
     vector_weight: float,
     normalisation: Normalisation,
     k: int,
-    min_score: float,
     score_ids: ScoreIds | None,
 ) -> list[Hit]:
     """The top ``k`` hits of ``candidates`` (fused, best first) once ``signals`` count.
@@ -52,17 +51,16 @@ def rank(
         settings: The learned weights (``anchor_weight``, ``max_boost``, priors, gate).
         vector_weight: Weight of the vector part in this search's fusion, in [0, 1].
         normalisation: How this search's fusion scaled each part.
-        k: Hits to return.
-        min_score: Hits scoring below this are dropped.
+        k: Hits to return (``min_score`` applies later, to calibrated scores).
         score_ids: Scores memories from outside the pool (None: none is brought in).
 
     Returns:
         Up to ``k`` hits, score in [0, 1] descending (ties: memory id), each
-        carrying its ``boost``, ``anchor_match`` and ``expanded_from``; [] when
-        nothing scores ``min_score``. ``signals`` is updated in place (net boosts).
+        carrying its ``boost``, ``anchor_match`` and ``expanded_from``.
+        ``signals`` is updated in place (net boosts).
     """
     if not signals:
-        return _hits(candidates, {}, k, min_score)
+        return _hits(candidates, {}, k)
     fold_priors(candidates, signals, settings)
     text_weight = 1.0 - vector_weight
     rescored = [
@@ -75,7 +73,7 @@ def rank(
         settings=settings,
         vector_weight=vector_weight,
         normalisation=normalisation,
-        floor=_floor(rescored, k, min_score),
+        floor=_floor(rescored, k),
     )
     if outside and score_ids is not None:
         to_vector = vector_scale(candidates, normalisation)
@@ -84,7 +82,7 @@ def rank(
             found = Candidate(scored.memory, vector_weight * part, vector=part, cosine=scored.score)
             rescored.append(gained(found, signals[scored.memory.memory_id], text_weight, settings))
     rescored.sort(key=lambda c: (-c.score, c.memory.memory_id))
-    return _hits(rescored, signals, k, min_score)
+    return _hits(rescored, signals, k)
 
 
 def fold_priors(candidates: Sequence[Candidate], signals: SignalMap, settings: Settings) -> None:
@@ -145,7 +143,7 @@ def outside_ids(
     the pool's lowest (exactly so for an exact search; under an ANN index as
     the index itself judged), so its score is at most the vector part of that
     edge plus its gain. One whose bound is below ``floor`` (the k-th score of
-    the rescored pool, or ``min_score``) cannot become a hit and is not
+    the rescored pool) cannot become a hit and is not
     scored: each id scored costs the store a vector query.
     """
     pooled = {c.memory.memory_id for c in candidates}
@@ -162,17 +160,15 @@ def outside_ids(
     return outside
 
 
-def _floor(rescored: Sequence[Candidate], k: int, min_score: float) -> float:
+def _floor(rescored: Sequence[Candidate], k: int) -> float:
     """The score a memory must reach to become one of the top ``k`` hits."""
     if len(rescored) >= k:
-        return max(min_score, heapq.nlargest(k, (c.score for c in rescored))[-1])
-    return min_score
+        return heapq.nlargest(k, (c.score for c in rescored))[-1]
+    return 0.0
 
 
-def _hits(
-    candidates: Sequence[Candidate], signals: SignalMap, k: int, min_score: float
-) -> list[Hit]:
-    hits = top_hits(candidates, k, min_score)
+def _hits(candidates: Sequence[Candidate], signals: SignalMap, k: int) -> list[Hit]:
+    hits = top_hits(candidates, k)
     return [
         replace(
             hit, expanded_from=extra.expanded_from, boost=extra.boost, anchor_match=extra.anchor
