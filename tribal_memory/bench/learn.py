@@ -302,6 +302,9 @@ _REPORTED_SETTINGS = (
     "anchor_min_uses",
     "anchor_weight",
     "expansion_weight",
+    "expansion_learned",
+    "adapter_min_questions",
+    "adapter_penalty",
 )
 """The settings a report records (those the learned layer's figures depend on)."""
 

@@ -44,7 +44,7 @@ class AdapterFit:
     """
 
     temperature: float = 0.1
-    penalty: float = 0.3
+    penalty: float = 0.2
     steps: int = 150
     learning_rate: float = 0.01
     negatives: int = 64
