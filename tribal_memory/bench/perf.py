@@ -45,7 +45,7 @@ from tribal_memory.base.errors import InvalidInput
 from tribal_memory.bench.perf_corpus import FILTER_OWNER, generate, questions
 from tribal_memory.bench.perf_http import CAPTURE_BATCH, SEARCH_K, Log
 from tribal_memory.bench.perf_server import read_memory_mb
-from tribal_memory.bench.perf_size import measure_size
+from tribal_memory.bench.perf_size import measure_size, store_settings
 from tribal_memory.bench.report import write_report
 from tribal_memory.embeddings.base import Embedder
 
@@ -181,7 +181,11 @@ def _measure_sizes(
 
                 asked = questions(generate(n, seed), max(50, min(samples, 500)), seed)
                 report["profile"] = profile_search(
-                    work_dir / f"data-{n}", embedder, asked, samples, profile
+                    store_settings(options, work_dir / f"data-{n}"),
+                    embedder,
+                    asked,
+                    samples,
+                    profile,
                 )
             shutil.rmtree(work_dir / f"data-{n}", ignore_errors=True)
     finally:
@@ -201,6 +205,7 @@ def run_perf_bench(
     feedback_searches: int = 3000,
     seed: int = 0,
     profile: Path | None = None,
+    store_uri: str | None = None,
     command: str | None = None,
     log: Log | None = None,
 ) -> dict[str, Any]:
@@ -220,6 +225,12 @@ def run_perf_bench(
         seed: Seed of the generated corpus and questions.
         profile: When given, profile the in-process search path at the smallest
             size and write pyinstrument's text report here.
+        store_uri: LanceDB location under which each size's store is made
+            (``<store_uri>/data-<n>``, e.g. ``s3://bucket/perf``; reached with
+            the ``AWS_*`` environment LanceDB reads); None: in each size's
+            temp data dir. The SQL tables stay in the data dir's SQLite file,
+            and ``data_dir_mb`` then counts only that. Stores made there are
+            left in place.
         command: The command line to record in the report.
         log: Progress messages; None for none.
 
@@ -256,6 +267,7 @@ def run_perf_bench(
         "locust_s": locust_s,
         "cache_dir": cache_dir or default_cache_dir(),
         "feedback_searches": feedback_searches,
+        "store_uri": store_uri,
     }
     report["settings"] = _settings_report(options, embedder.model_id)
     report["sizes"] = {}

@@ -30,19 +30,23 @@ class ServerProcess(server_process.ServerProcess):
     Args:
         data_dir: The server's data dir (``TRIBAL_DATA_DIR``).
         log_path: Where the server's stdout and stderr go.
+        lancedb_uri: Where its LanceDB store is (``TRIBAL_LANCEDB_URI``, e.g.
+            ``s3://bucket/path``); None: in ``data_dir``.
 
     Raises:
         ServerStartError: on entry, the server exited or was not healthy within
             120 s (the detail names the log).
     """
 
-    def __init__(self, data_dir: Path, log_path: Path) -> None:
+    def __init__(self, data_dir: Path, log_path: Path, lancedb_uri: str | None = None) -> None:
         port = server_process.free_port()
         env = {
             "TRIBAL_DATA_DIR": str(data_dir),
             "TRIBAL_PORT": str(port),
             "TRIBAL_HOST": server_process.LOOPBACK,
         }
+        if lancedb_uri:
+            env["TRIBAL_LANCEDB_URI"] = lancedb_uri
         super().__init__(
             ["-m", "tribal_memory.interfaces.api.server"], log_path=log_path, port=port, env=env
         )

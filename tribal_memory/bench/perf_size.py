@@ -83,6 +83,17 @@ def _size_inputs(n: int, *, embedder: Embedder, options: dict[str, Any], log: Lo
     return _SizeInputs(facts, vectors, from_cache, asked, asked_owned, capture_facts, capture_batch)
 
 
+def store_settings(options: dict[str, Any], data_dir: Path) -> Settings:
+    """Settings that open the store the server of ``data_dir`` wrote.
+
+    Its LanceDB table is under ``options["store_uri"]`` (one prefix per data
+    dir) when that is set, else in ``data_dir``.
+    """
+    store_uri = options.get("store_uri")
+    lancedb_uri = f"{store_uri.rstrip('/')}/{data_dir.name}" if store_uri else ""
+    return Settings(data_dir=data_dir, lancedb_uri=lancedb_uri)
+
+
 def measure_size(
     n: int,
     *,
@@ -107,7 +118,9 @@ def measure_size(
     )
     figures.update(served)
     log(f"[{n}] vector index recall against exact search")
-    figures.update(_ann_recall(data_dir, embedder, inputs.asked, inputs.asked_owned))
+    figures.update(
+        _ann_recall(store_settings(options, data_dir), embedder, inputs.asked, inputs.asked_owned)
+    )
     log(f"[{n}] baseline: numpy cosine + rank-bm25, in-process")
     figures.update(
         _baseline(
@@ -122,6 +135,7 @@ def measure_size(
     figures["search_vs_baseline_p50"] = round(
         figures["search_p50_ms"] / figures["baseline_search_p50_ms"], 3
     )
+    # With the store on object storage, only the local part (SQLite) is counted.
     figures["data_dir_mb"] = round(
         sum(p.stat().st_size for p in data_dir.rglob("*") if p.is_file()) / 1024**2, 1
     )
@@ -148,8 +162,10 @@ def _measure_server(
     seed, samples, warmup = options["seed"], options["samples"], options["warmup"]
     figures: dict[str, Any] = {}
     locust: dict[str, Any] | None = None
+    data_dir = work_dir / f"data-{n}"
+    lancedb_uri = store_settings(options, data_dir).lancedb_uri
     with (
-        ServerProcess(work_dir / f"data-{n}", work_dir / f"server-{n}.log") as server,
+        ServerProcess(data_dir, work_dir / f"server-{n}.log", lancedb_uri) as server,
         httpx.Client(base_url=server.base_url, timeout=600.0) as client,
     ):
         figures["rss_idle_mb"] = server.memory_mb().get("rss_mb")
@@ -223,11 +239,11 @@ def _baseline(
 
 
 def _ann_recall(
-    data_dir: Path, embedder: Embedder, asked: Sequence[str], asked_owned: Sequence[str]
+    settings: Settings, embedder: Embedder, asked: Sequence[str], asked_owned: Sequence[str]
 ) -> dict[str, Any]:
     """recall@10 of the server's vector search against exact search over the same store.
 
-    Opens the stopped server's data dir with the default settings and
+    Opens the stopped server's store (``settings``, defaults otherwise) and
     compares, per question (at most 100 of each kind), the ids of
     ``vector_search`` with those of ``vector_search(exact=True)``; with no IVF
     index yet both are exact and recall is 1.0.
@@ -236,7 +252,7 @@ def _ann_recall(
     from tribal_memory.store.lancedb import LanceMemoryStore
 
     found: dict[str, Any] = {}
-    with MemoryService(Settings(data_dir=data_dir), embedder=embedder) as service:
+    with MemoryService(settings, embedder=embedder) as service:
         store = service.store
         # The IVF index and exact search are LanceDB's: this measures that store.
         assert isinstance(store, LanceMemoryStore)

@@ -14,6 +14,7 @@ import logging
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -73,6 +74,10 @@ class Upkeep:
         rewrite_lock: The store's lock of updates and deletes, which
             ``optimize()`` holds throughout (a compaction must not race a rewrite).
         policy: When the automatic ``optimize()`` runs.
+        maintenance_lock: Taken by ``optimize()`` before anything else, so
+            processes sharing the table optimise it one at a time (two at once
+            make LanceDB reject one's commits, their work wasted); None: no
+            lock beyond this process's.
     """
 
     def __init__(
@@ -85,8 +90,10 @@ class Upkeep:
         write_lock: threading.Lock,
         rewrite_lock: threading.Lock,
         policy: OptimizePolicy,
+        maintenance_lock: AbstractContextManager[object] | None = None,
     ) -> None:
         self._table = table
+        self._shared_lock = maintenance_lock or nullcontext()
         self._loop = loop
         self._ann = ann
         self._recent = recent
@@ -163,10 +170,16 @@ class Upkeep:
         is atomic, and the files of an unfinished step are removed by a later
         ``optimize()``.
 
+        Another process sharing the table (a replica) optimises it only after
+        this one is done, and this one first reads the table's newest version,
+        so neither rewrites files the other just replaced; waiting for it
+        holds up no update or delete here.
+
         Raises:
-            StoreUnavailable: a step failed (the steps before it stay done).
+            StoreUnavailable: a step failed (the steps before it stay done), or
+                another process held the maintenance lock too long.
         """
-        with self._rewrite_lock:
+        with self._shared_lock, self._rewrite_lock:
             with self._write_lock:
                 written, folded = self._rows_since_optimize, self._recent.ids()
             self._loop.run("optimize", self._optimize())
@@ -299,6 +312,7 @@ class Upkeep:
         logger.info("store maintenance finished in %.2f s", time.perf_counter() - started)
 
     async def _optimize(self) -> None:
+        await self._table.checkout_latest()  # type: ignore[no-untyped-call]
         await self._ann.refit(self._table, self._policy.ann_index_min_rows)
         keep = timedelta(seconds=self._policy.keep_versions_s)
         await self._table.optimize(cleanup_older_than=keep)

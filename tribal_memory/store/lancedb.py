@@ -26,6 +26,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future
+from contextlib import AbstractContextManager
 from typing import Literal
 
 import numpy as np
@@ -87,6 +88,9 @@ class LanceMemoryStore(MemoryStore):
             and a quarter of it for table metadata. The cache keeps replaced
             index versions until evicted, so without a bound a long-running
             server's memory grows with every ``optimize()``.
+        maintenance_lock: Held by every ``optimize()`` (taken first): with a
+            lock shared by the processes using one table (the core passes a
+            PostgreSQL advisory lock), they optimise it one at a time.
 
     Raises:
         EmbeddingModelMismatch: the table was created with another model or dimension.
@@ -108,6 +112,7 @@ class LanceMemoryStore(MemoryStore):
         keep_versions_s: int = 300,
         optimize_small_fragments: int = 32,
         index_cache_mb: int = 1024,
+        maintenance_lock: AbstractContextManager[object] | None = None,
     ) -> None:
         self.model_id = model_id
         self.dim = dim
@@ -148,6 +153,7 @@ class LanceMemoryStore(MemoryStore):
             write_lock=self._write_lock,
             rewrite_lock=self._rewrite_lock,
             policy=policy,
+            maintenance_lock=maintenance_lock,
         )
 
     @classmethod

@@ -362,6 +362,15 @@ def bench_perf(
             "write pyinstrument's report here.",
         ),
     ] = None,
+    store_uri: Annotated[
+        str | None,
+        typer.Option(
+            "--store-uri",
+            help="Put each size's LanceDB store under this URI (e.g. s3://bucket/perf, "
+            "reached with the AWS_* environment LanceDB reads) instead of the temp data "
+            "dir; the stores are left there.",
+        ),
+    ] = None,
 ) -> Output:
     """Speed and memory of a real server process: search, cache hit, capture, RSS, load."""
     from tribal_memory.bench.perf import run_perf_bench
@@ -378,6 +387,7 @@ def bench_perf(
         feedback_searches=feedback_searches,
         seed=seed,
         profile=profile,
+        store_uri=store_uri,
         command=" ".join(["tribal-memory", *sys.argv[1:]]),
         log=None if run.json else run.err.print,
     )
