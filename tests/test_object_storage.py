@@ -8,17 +8,21 @@ serve`` processes, each with its own local data dir (as on two machines),
 - A capture on one replica is found by a search on the other within the
   consistency window, ``TRIBAL_READ_CONSISTENCY_S`` (1 s here) plus
   :data:`SLACK_S` for the polling searches; a delete is gone within the same.
-- Captures from both replicas at once, with compaction running meanwhile,
-  lose no commit: every id answered is stored, readable and searchable on
-  both, and the count is exact.
+- Captures, tag updates and deletes from both replicas at once, with both
+  replicas' compaction running meanwhile, lose no commit: every write
+  answered is there on both (read back, counted, found by a search), and the
+  two replicas' ``optimize()`` runs never race each other's commits.
+
+``bench perf --store-uri`` runs, at a tiny size, on the same S3 server.
 
 The S3 server is moto's standalone server (``tests/s3server.py``, from the dev
 extra) and PostgreSQL the suite's throwaway server (``tests/pgserver.py``);
-without either the tests are skipped, naming what is missing.
+without them the tests that need them are skipped, naming what is missing.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 import uuid
@@ -31,6 +35,9 @@ import pytest
 from pgserver import PostgresServer
 from replicas import running_replicas, until
 from s3server import S3Server, start_server
+from typer.testing import CliRunner
+
+from tribal_memory.interfaces.cli import app
 
 pytestmark = pytest.mark.slow
 
@@ -256,3 +263,25 @@ def test_concurrent_writers_on_both_replicas_lose_no_commit(
     assert sum(log.count("store maintenance finished") for log in logs) >= 2
     for log in logs:
         assert not OPTIMIZE_RACE.search(log), OPTIMIZE_RACE.search(log)
+
+
+def test_bench_perf_measures_a_server_whose_store_is_on_object_storage(
+    s3: S3Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bucket = s3.create_bucket()
+    for name, value in s3.env().items():  # for the server process and the in-process checks
+        monkeypatch.setenv(name, value)
+    out = tmp_path / "perf.json"
+    args = ["bench", "perf", "--sizes", "300", "--samples", "5", "--warmup", "1"]
+    args += ["--capture-n", "20", "--clients", "0", "--feedback-searches", "0"]
+    args += ["--cache-dir", str(tmp_path / "cache"), "--out", str(out), "--json"]
+    result = CliRunner().invoke(app, [*args, "--store-uri", f"s3://{bucket}/perf"])
+    assert result.exit_code == 0, result.output
+
+    report = json.loads(out.read_text())
+    assert report["settings"]["store_uri"] == f"s3://{bucket}/perf"
+    figures = report["sizes"]["300"]
+    assert figures["search_p50_ms"] > 0 and figures["capture_per_s"] > 0
+    assert figures["ann_recall_at_10"] == 1.0  # exact search at 300 rows, read from the bucket
+    stored = s3.object_bytes(bucket, "perf/data-300/")
+    assert any(key.endswith(".lance") for key in stored), sorted(stored)[:5]
