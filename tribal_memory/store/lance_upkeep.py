@@ -15,7 +15,6 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any
 
 import lancedb
@@ -28,6 +27,7 @@ from tribal_memory.store.base import StoreCopy
 from tribal_memory.store.event_loop import EventLoop, public_message
 from tribal_memory.store.lance_index import AnnIndex, ann_state, has_index
 from tribal_memory.store.lance_rows import TABLE
+from tribal_memory.store.lance_versions import NO_CLEANUP, pin_name, prune_versions
 from tribal_memory.store.recent import RecentRows
 
 HEALTH_CHECK_WRITES = 50
@@ -48,7 +48,8 @@ class OptimizePolicy:
             unless ``interval_s`` passed since the last one.
         interval_s: Seconds after the last run past which ``every_rows``
             written rows suffice.
-        keep_versions_s: Table versions older than this (seconds) are removed.
+        keep_versions_s: Seconds a superseded table version stays on disk
+            (:func:`~.lance_versions.prune_versions`).
         small_fragments: Small fragments at which the automatic run is due
             whatever the row count.
     """
@@ -300,8 +301,10 @@ class Upkeep:
 
     async def _optimize(self) -> None:
         await self._ann.refit(self._table, self._policy.ann_index_min_rows)
-        keep = timedelta(seconds=self._policy.keep_versions_s)
-        await self._table.optimize(cleanup_older_than=keep)
+        # Compaction and index steps first, removing nothing: LanceDB's own age rule
+        # would remove a version superseded a moment ago by this very compaction.
+        await self._table.optimize(cleanup_older_than=NO_CLEANUP)
+        await prune_versions(self._table, self._policy.keep_versions_s)
 
 
 def copy_table(source_uri: str, target_uri: str) -> StoreCopy:
@@ -309,7 +312,9 @@ def copy_table(source_uri: str, target_uri: str) -> StoreCopy:
 
     A handle of its own reads the newest version (every acknowledged write
     is in it: LanceDB commits a version before ``add`` returns) and pins it,
-    so later writes do not reach the copy; the rows go in batches of
+    so later writes do not reach the copy and no ``optimize()`` removes its
+    files before the copy is done (a tag, :func:`~.lance_versions.pin_name`,
+    deleted afterwards; one left by a crash goes after a day); the rows go in batches of
     ``COPY_BATCH_ROWS`` into a table of the same schema and model metadata
     at ``target_uri``, whose full-text index is then built (the scalar
     indexes are built when the copy is first opened).
@@ -329,6 +334,15 @@ def copy_table(source_uri: str, target_uri: str) -> StoreCopy:
 def _copy_table(source_uri: str, target_uri: str) -> StoreCopy:
     table = lancedb.connect(source_uri).open_table(TABLE)
     version = int(table.version)
+    pin = pin_name()
+    table.tags.create(pin, version)  # no optimize() removes the version while it is copied
+    try:
+        return _copy_version(table, version, target_uri)
+    finally:
+        table.tags.delete(pin)
+
+
+def _copy_version(table: Any, version: int, target_uri: str) -> StoreCopy:
     table.checkout(version)  # later writes by the server do not reach this handle
     schema = table.schema
     reader = table.search().select(list(schema.names)).limit(None).to_batches(COPY_BATCH_ROWS)
