@@ -6,6 +6,7 @@ Real LanceDB in temp dirs. No size threshold is asserted (sizes belong to
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -126,6 +127,20 @@ def test_an_export_scan_survives_a_compaction_that_supersedes_its_version(
     store.optimize()
     assert store.health()["versions"] == 1
     assert not lancedb.connect(str(uri)).open_table("memories").tags.list()
+    store.close()
+
+
+def test_a_quiet_store_drops_what_its_last_optimize_superseded(tmp_path: Path) -> None:
+    store = LanceMemoryStore(str(tmp_path / "db"), "m", DIM, keep_versions_s=1)
+    for b in range(3):
+        store.add(_memories(b * 50, 50), _unit(50, seed=b))
+    store.optimize()  # compacts: the versions before it stay readable for 1 s
+    assert store.health()["versions"] > 1
+    deadline = time.monotonic() + 30
+    while store.health()["versions"] > 1 and time.monotonic() < deadline:
+        time.sleep(0.2)  # no write and no optimize(): the store's own timer removes them
+    assert store.health()["versions"] == 1
+    assert len(store.memory_ids()) == 150
     store.close()
 
 

@@ -10,6 +10,7 @@ and the SQLite database). Sizes in MiB (``_mb``) or bytes; lower is smaller.
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -71,18 +72,20 @@ class PeakSampler:
 def footprint_figures(data_dir: Path) -> dict[str, Any]:
     """The data dir's size after a run, before and after one ``optimize()``, per memory by part.
 
-    Opens the stopped server's store with the default settings (so
-    ``optimize()`` removes the versions superseded more than
-    ``keep_versions_s`` ago, as a server's would) and runs ``optimize()`` once.
+    Opens the stopped server's store with the default settings, runs
+    ``optimize()`` once, and once ``keep_versions_s`` passed removes the
+    versions it superseded, as a server does on its own a second after that
+    window (:meth:`~tribal_memory.store.lancedb.LanceMemoryStore.prune_versions`).
 
     Args:
         data_dir: The server's data dir (LanceDB and SQLite inside).
 
     Returns:
-        ``data_dir_end_mb`` (as the run left it), ``data_dir_mb`` (after the
-        ``optimize()``), ``memories_stored``, ``table_versions_end`` and
-        ``table_versions`` (LanceDB versions on disk before and after the
-        ``optimize()``), ``table_fragments`` (after it),
+        ``data_dir_end_mb`` (as the run left it), ``data_dir_optimized_mb``
+        (right after the ``optimize()``, its superseded version still kept),
+        ``data_dir_mb`` (once that version is removed), ``memories_stored``,
+        ``table_versions_end`` and ``table_versions`` (LanceDB versions on
+        disk before and after), ``table_fragments`` (after),
         ``bytes_per_memory`` (``data_dir_mb`` over the memories stored) and
         ``bytes_per_memory_breakdown``: ``vectors``, ``text``, ``fts``,
         ``ivf``, ``scalar_indexes``, ``versions`` (files only older table
@@ -102,6 +105,9 @@ def footprint_figures(data_dir: Path) -> dict[str, Any]:
     try:
         before = store.health()
         store.optimize()
+        optimized_bytes = dir_bytes(data_dir)
+        time.sleep(settings.keep_versions_s + 1.0)  # what optimize() superseded may go now
+        store.prune_versions()
         after = store.health()
         table = store.footprint()
         rows = int(store.start_count().result())
@@ -120,6 +126,7 @@ def footprint_figures(data_dir: Path) -> dict[str, Any]:
     per = max(1, rows)
     return {
         "data_dir_end_mb": round(end_bytes / MIB, 1),
+        "data_dir_optimized_mb": round(optimized_bytes / MIB, 1),
         "data_dir_mb": round(total / MIB, 1),
         "memories_stored": rows,
         "table_versions_end": before["versions"],

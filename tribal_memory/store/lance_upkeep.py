@@ -102,6 +102,8 @@ class Upkeep:
         self._maintenance_lock = threading.Lock()
         self._timer: threading.Timer | None = None
         """A pending re-check of the automatic optimize (see :meth:`after_write`)."""
+        self._prune_timer: threading.Timer | None = None
+        """A pending removal of the versions the last ``optimize()`` superseded."""
 
     def note_rows(self, rows: int) -> None:
         """Count ``rows`` rows written, updated or deleted; call it under the write lock."""
@@ -146,9 +148,11 @@ class Upkeep:
     def close(self) -> None:
         """Cancel a pending check and wait for a running automatic ``optimize()`` to finish."""
         with self._maintenance_lock:
-            timer, self._timer = self._timer, None
-        if timer is not None:
-            timer.cancel()
+            timers = [self._timer, self._prune_timer]
+            self._timer = self._prune_timer = None
+        for timer in timers:
+            if timer is not None:
+                timer.cancel()
         self.wait()
 
     def optimize(self) -> None:
@@ -175,6 +179,37 @@ class Upkeep:
                 self._rows_since_optimize = max(0, self._rows_since_optimize - written)
                 self._recent.drop(folded)
                 self._optimized_at = time.monotonic()
+        self._prune_later()
+
+    def prune(self) -> None:
+        """Remove the table versions superseded more than ``keep_versions_s`` ago, now; blocks.
+
+        :meth:`optimize` does it too, and once more ``keep_versions_s`` after
+        it ran, so that a store that falls quiet does not keep the versions
+        its last ``optimize()`` superseded (see :mod:`.lance_versions`).
+
+        Raises:
+            StoreUnavailable: the table cannot be read or cleaned.
+        """
+        with self._rewrite_lock:
+            self._loop.run("optimize", prune_versions(self._table, self._policy.keep_versions_s))
+
+    def _prune_later(self) -> None:
+        """Run :meth:`prune` once ``keep_versions_s`` (and a second) have passed."""
+        with self._maintenance_lock:
+            if self._prune_timer is not None:
+                self._prune_timer.cancel()
+            timer = threading.Timer(self._policy.keep_versions_s + 1.0, self._background_prune)
+            timer.daemon = True
+            self._prune_timer = timer
+            timer.start()
+
+    def _background_prune(self) -> None:
+        """The prune timer's body; a failure is logged (the next ``optimize()`` retries)."""
+        try:
+            self.prune()
+        except StoreUnavailable as exc:
+            logger.warning("removing old table versions failed: %s", exc.detail)
 
     def index_state(self) -> dict[str, bool]:
         """``{"fts": bool, "ann": bool}``: whether the BM25 and the IVF vector index exist.

@@ -81,19 +81,21 @@ def cleanup_age(
     Returns:
         The age past which versions may go, or None when none may (no
         version was superseded ``keep_s`` seconds ago). The version current
-        at ``now_s - keep_s`` is kept; so are versions created up to
-        ``PRUNE_MARGIN_S`` (at most ``keep_s``) before it, a margin for the
-        time LanceDB takes before it applies the age (it compacts and
-        indexes first, which takes milliseconds unless rows came in).
+        at ``now_s - keep_s`` is kept. LanceDB applies the age a moment
+        after it is computed (it compacts and indexes first, milliseconds
+        unless rows came in), so the cut-off is set ``PRUNE_MARGIN_S`` (at
+        most ``keep_s``) before that version, or just after the one before
+        it when that came less than the margin earlier.
     """
-    horizon = now_s - keep_s
-    margin = min(keep_s, PRUNE_MARGIN_S)
-    if pinned_s is not None and pinned_s < horizon:
-        horizon, margin = pinned_s, PIN_MARGIN_S
-    current_then = [t for t in created_s if t <= horizon]
+    if pinned_s is not None and pinned_s < now_s - keep_s:
+        older = [t for t in created_s if t < pinned_s - PIN_MARGIN_S]
+        return timedelta(seconds=now_s - pinned_s + PIN_MARGIN_S) if older else None
+    current_then = [t for t in created_s if t <= now_s - keep_s]
     if len(current_then) < 2:
         return None
-    return timedelta(seconds=now_s - current_then[-1] + margin)
+    kept, before = current_then[-1], current_then[-2]
+    cut = max(before + 0.001, kept - min(keep_s, PRUNE_MARGIN_S))
+    return timedelta(seconds=now_s - cut)
 
 
 async def pin_version(table: AsyncTable, version: int) -> str:

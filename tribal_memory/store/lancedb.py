@@ -462,3 +462,7 @@ class LanceMemoryStore(MemoryStore):
     def optimize(self) -> None:
         """See :meth:`MemoryStore.optimize`; also (re)builds the IVF index (see :class:`Upkeep`)."""
         self._upkeep.optimize()
+
+    def prune_versions(self) -> None:
+        """Remove versions superseded over ``keep_versions_s`` ago (:meth:`Upkeep.prune`)."""
+        self._upkeep.prune()
