@@ -16,12 +16,13 @@ from types import TracebackType
 from typing import Any
 
 from tribal_memory.base.config import Settings
-from tribal_memory.store.lance_footprint import dir_bytes
+from tribal_memory.store.lance_footprint import TableFootprint, dir_bytes
 from tribal_memory.store.lancedb import LanceMemoryStore
 
 SAMPLE_S = 0.25
 """Seconds between two samples of the data dir's size while loading."""
 MIB = 1024**2
+_EMPTY = TableFootprint(0, 0, 0, 0, 0, 0, 0)
 
 
 class PeakSampler:
@@ -84,8 +85,10 @@ def footprint_figures(data_dir: Path) -> dict[str, Any]:
         ``data_dir_end_mb`` (as the run left it), ``data_dir_optimized_mb``
         (right after the ``optimize()``, its superseded version still kept),
         ``data_dir_mb`` (once that version is removed), ``memories_stored``,
+        ``keep_versions_s`` (the window used, ``TRIBAL_KEEP_VERSIONS_S``),
         ``table_versions_end`` and ``table_versions`` (LanceDB versions on
         disk before and after), ``table_fragments`` (after),
+        ``data_dir_end_table_mb`` (the table's MiB by part as the run left it),
         ``bytes_per_memory`` (``data_dir_mb`` over the memories stored) and
         ``bytes_per_memory_breakdown``: ``vectors``, ``text``, ``fts``,
         ``ivf``, ``scalar_indexes``, ``versions`` (files only older table
@@ -104,6 +107,7 @@ def footprint_figures(data_dir: Path) -> dict[str, Any]:
         return {"data_dir_end_mb": round(end_bytes / MIB, 1)}
     try:
         before = store.health()
+        at_end = store.footprint()
         store.optimize()
         optimized_bytes = dir_bytes(data_dir)
         time.sleep(settings.keep_versions_s + 1.0)  # what optimize() superseded may go now
@@ -129,9 +133,13 @@ def footprint_figures(data_dir: Path) -> dict[str, Any]:
         "data_dir_optimized_mb": round(optimized_bytes / MIB, 1),
         "data_dir_mb": round(total / MIB, 1),
         "memories_stored": rows,
+        "keep_versions_s": settings.keep_versions_s,
         "table_versions_end": before["versions"],
         "table_versions": after["versions"],
         "table_fragments": after["fragments"],
+        "data_dir_end_table_mb": {
+            name: round(size / MIB, 1) for name, size in (at_end or _EMPTY).as_dict().items()
+        },
         "bytes_per_memory": round(total / per),
         "bytes_per_memory_breakdown": {name: round(size / per) for name, size in parts.items()},
     }
