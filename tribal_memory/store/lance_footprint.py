@@ -15,6 +15,7 @@ Index directories are told apart by their files, as Lance writes them:
 
 from __future__ import annotations
 
+import os
 import uuid
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -59,18 +60,23 @@ class TableFootprint:
 def dir_bytes(path: Path) -> int:
     """Bytes of every file under ``path`` (0 when missing; files removed meanwhile are skipped)."""
     total = 0
-    for item in path.rglob("*"):
-        try:
-            if item.is_file():
-                total += item.stat().st_size
-        except FileNotFoundError:
-            continue  # removed by a cleanup while being counted
+    for root, _dirs, files in os.walk(path):  # os.walk skips directories that vanish
+        for name in files:
+            total += _size(Path(root) / name)
     return total
+
+
+def _size(path: Path) -> int:
+    """Bytes of one file; 0 when a cleanup removed it meanwhile."""
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return 0
 
 
 def index_kind(segment: Path) -> str:
     """``"ivf"``, ``"fts"``, ``"scalar_indexes"`` or ``"other"`` for one ``_indices/<uuid>`` dir."""
-    names = {p.name for p in segment.iterdir()}
+    names = {name for _root, _dirs, files in os.walk(segment) for name in files}
     if names & {"index.idx", "auxiliary.idx"}:
         return "ivf"
     if any(n.endswith(("invert.lance", "tokens.lance", "docs.lance")) for n in names):
@@ -111,8 +117,7 @@ def table_footprint(table_dir: Path, rows: int, dim: int) -> TableFootprint:
     parts = dict.fromkeys(("data", "fts", "ivf", "scalar_indexes", "versions", "other"), 0)
     data_dir = table_dir / "data"
     for item in data_dir.iterdir() if data_dir.is_dir() else ():
-        size = item.stat().st_size
-        parts["data" if item.name.encode() in manifest else "versions"] += size
+        parts["data" if item.name.encode() in manifest else "versions"] += _size(item)
     indices = table_dir / "_indices"
     for segment in indices.iterdir() if indices.is_dir() else ():
         size = dir_bytes(segment)
@@ -120,14 +125,14 @@ def table_footprint(table_dir: Path, rows: int, dim: int) -> TableFootprint:
         parts[index_kind(segment) if live else "versions"] += size
     for item in (table_dir / "_versions").glob("*"):
         old = item.suffix == ".manifest" and item != manifest_path
-        parts["versions" if old else "other"] += item.stat().st_size
+        parts["versions" if old else "other"] += _size(item)
     transactions = table_dir / "_transactions"
     for item in transactions.iterdir() if transactions.is_dir() else ():
-        parts["other" if item.name.encode() in manifest else "versions"] += item.stat().st_size
+        parts["other" if item.name.encode() in manifest else "versions"] += _size(item)
     known = {"data", "_indices", "_versions", "_transactions"}
     for item in table_dir.iterdir():
         if item.name not in known:
-            parts["other"] += dir_bytes(item) if item.is_dir() else item.stat().st_size
+            parts["other"] += dir_bytes(item) if item.is_dir() else _size(item)
     vectors = min(parts["data"], rows * dim * FLOAT32_BYTES)
     return TableFootprint(
         vectors=vectors,
