@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -171,15 +171,25 @@ class Upkeep:
         Raises:
             StoreUnavailable: a step failed (the steps before it stay done).
         """
+        self._folding(self._optimize)
+        self._prune_later()
+
+    def _folding(self, step: Callable[[], Coroutine[Any, Any, bool]]) -> None:
+        """Run ``step`` under the rewrite lock; note what it folded in when it returns True.
+
+        True means it ran LanceDB's ``optimize()``: every row written before
+        it started is in the indexes once it returns, so those rows leave the
+        count of unindexed rows and :class:`RecentRows`.
+        """
         with self._rewrite_lock:
             with self._write_lock:
                 written, folded = self._rows_since_optimize, self._recent.ids()
-            self._loop.run("optimize", self._optimize())
+            if not self._loop.run("optimize", step()):
+                return
             with self._write_lock:
                 self._rows_since_optimize = max(0, self._rows_since_optimize - written)
                 self._recent.drop(folded)
                 self._optimized_at = time.monotonic()
-        self._prune_later()
 
     def prune(self) -> None:
         """Remove the table versions superseded more than ``keep_versions_s`` ago, now; blocks.
@@ -191,8 +201,8 @@ class Upkeep:
         Raises:
             StoreUnavailable: the table cannot be read or cleaned.
         """
-        with self._rewrite_lock:
-            self._loop.run("optimize", prune_versions(self._table, self._policy.keep_versions_s))
+        # LanceDB's cleanup runs inside its optimize(), which folds in rows written meanwhile.
+        self._folding(lambda: prune_versions(self._table, self._policy.keep_versions_s))
 
     def _prune_later(self) -> None:
         """Run :meth:`prune` once ``keep_versions_s`` (and a second) have passed."""
@@ -334,12 +344,13 @@ class Upkeep:
             return
         logger.info("store maintenance finished in %.2f s", time.perf_counter() - started)
 
-    async def _optimize(self) -> None:
+    async def _optimize(self) -> bool:
         await self._ann.refit(self._table, self._policy.ann_index_min_rows)
         # Compaction and index steps first, removing nothing: LanceDB's own age rule
         # would remove a version superseded a moment ago by this very compaction.
         await self._table.optimize(cleanup_older_than=NO_CLEANUP)
         await prune_versions(self._table, self._policy.keep_versions_s)
+        return True
 
 
 def copy_table(source_uri: str, target_uri: str) -> StoreCopy:

@@ -110,14 +110,15 @@ async def pin_version(table: AsyncTable, version: int) -> str:
     return name
 
 
-async def prune_versions(table: AsyncTable, keep_s: float) -> None:
+async def prune_versions(table: AsyncTable, keep_s: float) -> bool:
     """Remove stale pins, then the versions superseded more than ``keep_s`` seconds ago.
 
     Runs LanceDB's ``optimize()`` with the age from :func:`cleanup_age`;
     called right after the compaction and index steps of an ``optimize()``,
     which it then finds done (rows appended meanwhile are folded in too).
-    A version that a tag names stays, and so does every later one. LanceDB's
-    errors pass.
+    A version that a tag names stays, and so does every later one. Returns
+    whether LanceDB's ``optimize()`` ran (False: no version to remove).
+    LanceDB's errors pass.
     """
     now = time.time()
     tags = await table.tags.list()
@@ -130,5 +131,7 @@ async def prune_versions(table: AsyncTable, keep_s: float) -> None:
     age = cleanup_age(
         sorted(created.values()), now, keep_s, pinned_s=min(pinned) if pinned else None
     )
-    if age is not None:
-        await table.optimize(cleanup_older_than=age)
+    if age is None:
+        return False
+    await table.optimize(cleanup_older_than=age)
+    return True
