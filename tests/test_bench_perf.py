@@ -38,7 +38,16 @@ SIZE_KEYS = (
     "after_feedback_learned_p50_ms",
     "after_feedback_interleaved_p50_ms",
     "after_feedback_fragments",
+    "data_dir_mb",
+    "data_dir_end_mb",
+    "data_dir_optimized_mb",
+    "data_dir_peak_mb",
+    "bytes_per_memory",
+    "memories_stored",
+    "table_versions",
+    "table_fragments",
 )
+BREAKDOWN = ("vectors", "text", "fts", "ivf", "scalar_indexes", "versions", "sqlite", "other")
 
 
 def test_corpus_is_deterministic_distinct_and_five_percent_per_owner() -> None:
@@ -124,6 +133,15 @@ def test_bench_perf_writes_every_figure(tmp_path: Path) -> None:
     assert figures["after_feedback_searches"] == 60
     assert figures["after_feedback_small_fragments"] <= figures["after_feedback_fragments"]
     assert figures["after_feedback_unindexed_rows"] >= 0 and figures["after_feedback_versions"] >= 1
+    # The data dir after one optimize(), per memory stored (corpus and captures), by part.
+    parts = figures["bytes_per_memory_breakdown"]
+    assert tuple(parts) == BREAKDOWN
+    assert abs(sum(parts.values()) - figures["bytes_per_memory"]) <= len(parts)
+    assert parts["vectors"] == 384 * 4 and parts["text"] > 0 and parts["sqlite"] > 0
+    assert parts["ivf"] == 0  # under TRIBAL_ANN_INDEX_MIN_ROWS: exact search, no IVF index
+    assert parts["fts"] > 0 and parts["scalar_indexes"] > 0 and parts["versions"] >= 0
+    assert figures["memories_stored"] > 300
+    assert figures["table_versions"] >= 1
 
     concurrent = report["concurrent"]
     assert concurrent["clients"] == 4

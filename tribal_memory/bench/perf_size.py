@@ -28,6 +28,7 @@ from tribal_memory.bench.perf_corpus import (
     questions,
 )
 from tribal_memory.bench.perf_feedback import after_feedback
+from tribal_memory.bench.perf_footprint import PeakSampler, footprint_figures, peak_mb
 from tribal_memory.bench.perf_http import (
     CAPTURE_BATCH,
     SEARCH_K,
@@ -135,10 +136,14 @@ def measure_size(
     figures["search_vs_baseline_p50"] = round(
         figures["search_p50_ms"] / figures["baseline_search_p50_ms"], 3
     )
-    # With the store on object storage, only the local part (SQLite) is counted.
-    figures["data_dir_mb"] = round(
-        sum(p.stat().st_size for p in data_dir.rglob("*") if p.is_file()) / 1024**2, 1
-    )
+    if options.get("store_uri"):
+        # With the store on object storage, only the local part (SQLite) is counted.
+        figures["data_dir_mb"] = round(
+            sum(p.stat().st_size for p in data_dir.rglob("*") if p.is_file()) / 1024**2, 1
+        )
+    else:
+        log(f"[{n}] data dir: one optimize(), then its size by part")
+        figures.update(footprint_figures(data_dir))
     return figures, locust
 
 
@@ -169,7 +174,11 @@ def _measure_server(
         httpx.Client(base_url=server.base_url, timeout=600.0) as client,
     ):
         figures["rss_idle_mb"] = server.memory_mb().get("rss_mb")
-        ingest_s, curve = load_corpus(client, server, inputs.facts, inputs.vectors, embedder, log)
+        with PeakSampler(work_dir / f"data-{n}") as disk:
+            ingest_s, curve = load_corpus(
+                client, server, inputs.facts, inputs.vectors, embedder, log
+            )
+        figures["data_dir_peak_mb"] = peak_mb(disk)
         figures["ingest_s"] = round(ingest_s, 1)
         figures["ingest_per_s"] = round(n / ingest_s, 1)
         figures["rss_while_loading_mb"] = curve

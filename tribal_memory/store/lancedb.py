@@ -9,7 +9,7 @@ indexes on ``memory_id`` (BTREE), ``owner`` and ``kind`` (BITMAP) serve lookups
 by id, owner prefilters and the summary exclusion of every search. Rows
 written after an index was built are searched unindexed until
 :meth:`LanceMemoryStore.optimize` folds them in, which also compacts files and
-removes table versions older than ``keep_versions_s``.
+removes table versions superseded more than ``keep_versions_s`` ago.
 
 All calls use LanceDB's async API on one background event loop, so a BM25
 query can run while the caller embeds the query text.
@@ -27,6 +27,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future
 from contextlib import AbstractContextManager
+from pathlib import Path
 from typing import Literal
 
 import numpy as np
@@ -38,9 +39,11 @@ from tribal_memory.base.models import Memory, SearchFilters
 from tribal_memory.embeddings.base import Vector
 from tribal_memory.store.base import MemoryStore, RowRef, ScoredMemory, StoreCopy
 from tribal_memory.store.event_loop import next_batch, shared_event_loop, translated
+from tribal_memory.store.lance_footprint import TableFootprint, table_footprint
 from tribal_memory.store.lance_index import AnnIndex
 from tribal_memory.store.lance_rows import (
     COLUMNS,
+    TABLE,
     filter_sql,
     in_list,
     quote,
@@ -51,6 +54,7 @@ from tribal_memory.store.lance_rows import (
 from tribal_memory.store.lance_search import LanceSearch
 from tribal_memory.store.lance_table import open_table, recorded_model
 from tribal_memory.store.lance_upkeep import OptimizePolicy, Upkeep, copy_table
+from tribal_memory.store.lance_versions import pin_version
 from tribal_memory.store.recent import RecentRows
 
 
@@ -79,7 +83,9 @@ class LanceMemoryStore(MemoryStore):
             ``optimize_every_rows`` written rows suffice (a store that grows
             slowly gets its rows indexed within this time; a bulk load runs
             at most one ``optimize()`` per interval beyond the growth rule).
-        keep_versions_s: Table versions older than this are removed by ``optimize()``.
+        keep_versions_s: Seconds a superseded table version stays readable
+            before ``optimize()`` removes it (:mod:`.lance_versions`): above
+            every reader's ``read_consistency_s`` plus its longest search.
         optimize_small_fragments: Small fragments (each small write, update or
             delete leaves one) at which the automatic ``optimize()`` runs
             whatever the row count; checked every
@@ -109,7 +115,7 @@ class LanceMemoryStore(MemoryStore):
         optimize_every_rows: int = 2_000,
         optimize_growth: float = 0.1,
         optimize_interval_s: float = 60.0,
-        keep_versions_s: int = 300,
+        keep_versions_s: int = 5,
         optimize_small_fragments: int = 32,
         index_cache_mb: int = 1024,
         maintenance_lock: AbstractContextManager[object] | None = None,
@@ -157,11 +163,12 @@ class LanceMemoryStore(MemoryStore):
         )
 
     @classmethod
-    def open_existing(cls, uri: str) -> LanceMemoryStore | None:
+    def open_existing(cls, uri: str, *, keep_versions_s: int = 5) -> LanceMemoryStore | None:
         """The store at ``uri`` with the model its table records; None when it has no table.
 
         For tools that need no embedding model (backup). No table is created
         when there is none (LanceDB's connect makes a missing local directory).
+        ``keep_versions_s`` is the constructor's.
 
         Raises:
             StoreUnavailable: the location cannot be read.
@@ -170,7 +177,7 @@ class LanceMemoryStore(MemoryStore):
         if found is None:
             return None
         model_id, dim = found
-        return cls(uri, model_id, dim)
+        return cls(uri, model_id, dim, keep_versions_s=keep_versions_s)
 
     def refresh(self) -> None:
         """Read the newest table version from now on (other processes' writes included).
@@ -320,13 +327,24 @@ class LanceMemoryStore(MemoryStore):
         query = self._table.query().select([*COLUMNS, "vector"])
         if where:
             query = query.where(where)
-        reader = self._loop.run("scan", query.to_batches(max_batch_length=batch_size))
-        while (batch := self._loop.run("scan", next_batch(reader))) is not None:
-            if not batch.num_rows:
-                continue
-            vectors = vectors_of(batch)
-            memories = [to_memory(row) for row in batch.select(list(COLUMNS)).to_pylist()]
-            yield memories, vectors
+        # A scan of more than one batch (an export) pins its version once a second
+        # batch is read: optimize() removes versions superseded keep_versions_s ago.
+        version = int(self._loop.run("scan", self._table.version()))
+        pin: str | None = None
+        try:
+            reader = self._loop.run("scan", query.to_batches(max_batch_length=batch_size))
+            batch = self._loop.run("scan", next_batch(reader))
+            while batch is not None:
+                following = self._loop.run("scan", next_batch(reader))
+                if following is not None and pin is None:
+                    pin = self._loop.run("scan", pin_version(self._table, version))
+                if batch.num_rows:
+                    memories = [to_memory(row) for row in batch.select(list(COLUMNS)).to_pylist()]
+                    yield memories, vectors_of(batch)
+                batch = following
+        finally:
+            if pin is not None:
+                self._loop.run("scan", self._table.tags.delete(pin))
 
     def memory_ids(self) -> list[str]:
         """Every row's ``memory_id``, repeats kept: :meth:`ids_of` with no filter (or raises)."""
@@ -417,6 +435,20 @@ class LanceMemoryStore(MemoryStore):
         """See :meth:`MemoryStore.health` and :meth:`Upkeep.health`."""
         return self._upkeep.health()
 
+    def footprint(self) -> TableFootprint | None:
+        """Bytes on disk by what they hold (:func:`~.lance_footprint.table_footprint`).
+
+        None when the table is not in a local directory (object storage).
+
+        Raises:
+            StoreUnavailable: the table cannot be read.
+        """
+        table_dir = Path(self._uri) / f"{TABLE}.lance"
+        if "://" in self._uri or not table_dir.is_dir():
+            return None
+        rows = int(self._loop.run("count", self._table.count_rows()))
+        return table_footprint(table_dir, rows, self.dim)
+
     def copy_to(self, target: str) -> StoreCopy:
         """See :meth:`MemoryStore.copy_to`: the current version, row by row (:func:`copy_table`)."""
         return copy_table(self._uri, target)
@@ -436,3 +468,7 @@ class LanceMemoryStore(MemoryStore):
     def optimize(self) -> None:
         """See :meth:`MemoryStore.optimize`; also (re)builds the IVF index (see :class:`Upkeep`)."""
         self._upkeep.optimize()
+
+    def prune_versions(self) -> None:
+        """Remove versions superseded over ``keep_versions_s`` ago (:meth:`Upkeep.prune`)."""
+        self._upkeep.prune()
