@@ -221,8 +221,7 @@ def test_concurrent_searches_answer_as_sequential_ones(client: TestClient[Litest
 
     sequential = {q: answer(q) for q in QUESTIONS}
     assert all(sequential.values())
-    # Eight clients at once, each question asked by two of them, started together so
-    # their query embeddings share model calls.
+    # Sixteen clients at once, each question asked by two of them, started together.
     asked = QUESTIONS * 2
     found: dict[int, list[tuple[str, float, float | None]]] = {}
     start = threading.Barrier(len(asked))

@@ -81,10 +81,6 @@ class Settings(BaseSettings):
     """ONNX Runtime threads of query embeddings (their own session); 0 lets the runtime choose."""
     embed_batch_size: int = Field(default=32, ge=1, le=1024)
     """Most texts in one embedding call (reached by short facts)."""
-    query_embed_batch: int = Field(default=8, ge=1, le=256)
-    """Most concurrent searches' query embeddings run as one model call (1: each alone).
-    Queries that arrive while one call runs wait for it and go in the next; no search
-    waits when none runs."""
     embed_batch_chars: int = Field(default=1500, ge=1)
     """Most padded characters (texts x longest text) in one embedding call; long chunks
     go in smaller batches."""

@@ -46,7 +46,6 @@ from tribal_memory.base.models import SHARED_OWNER, SUMMARY_KIND, SearchFilters
 from tribal_memory.base.results import Hit, LearnedParts, SearchMode, SearchResult, Variant
 from tribal_memory.base.tables import utcnow
 from tribal_memory.embeddings.base import Embedder
-from tribal_memory.embeddings.batching import QueryBatcher
 from tribal_memory.graph.relations import RelationGraph
 from tribal_memory.learned.anchors import ALL_OWNERS, TEAM, owners_for
 from tribal_memory.learned.learner import Learner, scope_of
@@ -77,8 +76,7 @@ class Retriever:
     Args:
         settings: Fusion and learned-layer settings.
         store: The memory store.
-        embedder: The embedding model (queries are embedded with ``query=True``,
-            those of concurrent searches together: :class:`QueryBatcher`).
+        embedder: The embedding model (queries are embedded with ``query=True``).
         learner: The learned parts whose signals the search reads.
         graph: The relations ``hybrid_expanded`` searches follow (None: none).
     """
@@ -93,7 +91,7 @@ class Retriever:
     ) -> None:
         self.settings = settings
         self._store = store
-        self._queries = QueryBatcher(embedder, settings.query_embed_batch)
+        self._embedder = embedder
         self._learner = learner
         self._graph = graph
         self._titles = TitleIndex(store, graph)
@@ -252,7 +250,7 @@ class Retriever:
         counting = self._store.start_count(q.filters) if q.mode != "text" else None
         if q.mode != "vector":
             q.text_search = self._store.start_text_search(q.query, q.filters, q.pool)
-        q.vector = self._queries.embed(q.query)  # shared with concurrent searches' queries
+        q.vector = self._embedder.embed(q.query, query=True)
         q.passing = counting.result() if counting is not None else None
         if q.mode == "hybrid" and q.passing is not None and q.passing < self.settings.fts_min_rows:
             q.mode, q.fallback, q.text_search = "vector", "vector", None
