@@ -107,14 +107,19 @@ def _settings_report(options: dict[str, Any], model_id: str) -> dict[str, Any]:
     }
 
 
+def _target(name: str, value: float | None, limit: float, *, at_most: bool) -> dict[str, Any]:
+    """A target row: ``value`` against ``limit`` (at most, or at least), ``met`` a bool."""
+    met = value is not None and (value <= limit if at_most else value >= limit)
+    sign = "<=" if at_most else ">="
+    return {"name": name, "value": value, "target": f"{sign} {limit}", "met": met}
+
+
 def targets(report: dict[str, Any]) -> list[dict[str, Any]]:
     """Each speed target of issue 5 against the measured figure (``met``: bool)."""
     rows: list[dict[str, Any]] = []
 
     def add(name: str, value: float | None, limit: float, at_most: bool = True) -> None:
-        met = value is not None and (value <= limit if at_most else value >= limit)
-        sign = "<=" if at_most else ">="
-        rows.append({"name": name, "value": value, "target": f"{sign} {limit}", "met": met})
+        rows.append(_target(name, value, limit, at_most=at_most))
 
     for size, figures in report["sizes"].items():
         large = int(size) >= 100_000
@@ -149,9 +154,7 @@ def throughput_targets(report: dict[str, Any]) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
 
     def add(name: str, value: float | None, limit: float, at_most: bool = True) -> None:
-        met = value is not None and (value <= limit if at_most else value >= limit)
-        sign = "<=" if at_most else ">="
-        rows.append({"name": name, "value": value, "target": f"{sign} {limit}", "met": met})
+        rows.append(_target(name, value, limit, at_most=at_most))
 
     for size, figures in report["sizes"].items():
         if int(size) <= 10_000:
