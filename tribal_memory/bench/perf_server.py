@@ -84,29 +84,34 @@ def run_locust(
     *,
     clients: int,
     seconds: int,
+    user: str = "Searcher",
 ) -> dict[str, Any]:
     """Run locust headless against ``base_url`` with ``clients`` users for ``seconds``.
 
-    Each user sends random ``queries`` to ``POST /v1/search`` (hybrid, k=10)
-    back to back, over its own keep-alive connection.
+    Each user sends random ``queries`` back to back, over its own keep-alive
+    connection: ``Searcher`` to ``POST /v1/search`` (hybrid, k=10),
+    ``MixedAgent`` an agent's mix of searches, captures and feedback (see
+    ``locustfile.py``).
 
     Returns:
         ``{"clients", "seconds", "requests", "rps", "p50_ms", "p99_ms",
         "errors"}``: requests per second and latency percentiles (ms, as locust
-        rounds them) over the whole run, ``errors`` the failed requests.
+        rounds them) over the whole run and every kind of request, ``errors``
+        the failed requests.
 
     Raises:
         TribalError: locust failed to run or wrote no statistics.
     """
     queries_path = work_dir / "locust-queries.json"
     queries_path.write_text(json.dumps(list(queries)))
-    prefix = work_dir / "locust"
+    prefix = work_dir / f"locust-{user}-{clients}"
     command = [
         sys.executable,
         "-m",
         "locust",
         "-f",
         str(LOCUSTFILE),
+        user,
         "--headless",
         "--only-summary",
         "-u",
@@ -121,7 +126,7 @@ def run_locust(
         str(prefix),
     ]
     env = {**os.environ, "TRIBAL_PERF_QUERIES": str(queries_path)}
-    log_path = work_dir / "locust.log"
+    log_path = work_dir / f"locust-{user}-{clients}.log"
     with log_path.open("wb") as log:
         done = subprocess.run(
             command, env=env, stdout=log, stderr=subprocess.STDOUT, timeout=seconds + 120

@@ -20,6 +20,7 @@ import httpx
 from tribal_memory.base.config import Settings
 from tribal_memory.base.models import SearchFilters
 from tribal_memory.bench.perf_baseline import PlainBaseline
+from tribal_memory.bench.perf_concurrent import concurrent_figures
 from tribal_memory.bench.perf_corpus import (
     FILTER_OWNER,
     Fact,
@@ -27,6 +28,7 @@ from tribal_memory.bench.perf_corpus import (
     generate,
     questions,
 )
+from tribal_memory.bench.perf_cpu import cpu_figures
 from tribal_memory.bench.perf_feedback import after_feedback
 from tribal_memory.bench.perf_footprint import PeakSampler, footprint_figures, peak_mb
 from tribal_memory.bench.perf_http import (
@@ -39,7 +41,7 @@ from tribal_memory.bench.perf_http import (
     search_figures,
     timed,
 )
-from tribal_memory.bench.perf_server import ServerProcess, run_locust
+from tribal_memory.bench.perf_server import ServerProcess
 from tribal_memory.embeddings.base import Embedder, Vector
 
 
@@ -118,6 +120,16 @@ def measure_size(
         log=log,
     )
     figures.update(served)
+    log(f"[{n}] CPU time per search, in-process")
+    figures.update(
+        cpu_figures(
+            data_dir,
+            embedder,
+            inputs.asked,
+            options["samples"],
+            warmup=_other_questions(inputs, options["samples"], options["seed"]),
+        )
+    )
     log(f"[{n}] vector index recall against exact search")
     figures.update(
         _ann_recall(store_settings(options, data_dir), embedder, inputs.asked, inputs.asked_owned)
@@ -145,6 +157,13 @@ def measure_size(
         log(f"[{n}] data dir: one optimize(), then its size by part")
         figures.update(footprint_figures(data_dir))
     return figures, locust
+
+
+def _other_questions(inputs: _SizeInputs, count: int, seed: int) -> list[str]:
+    """Up to ``count`` questions that are neither asked nor fed back in the timed figures."""
+    asked = set(inputs.asked)
+    # seed + 2 draws the after-feedback phase's questions (perf_feedback).
+    return [q for q in questions(inputs.facts, 2 * count, seed + 3) if q not in asked][:count]
 
 
 def _measure_server(
@@ -208,8 +227,11 @@ def _measure_server(
             capture_figures(client, embedder, inputs.capture_facts, inputs.capture_batch)
         )
         if concurrent:
-            log(f"[{n}] locust: {options['clients']} clients for {options['locust_s']} s")
-            locust = run_locust(
+            log(
+                f"[{n}] locust: 1 client, {options['clients']} clients and "
+                f"{options['clients']} mixed agents, {options['locust_s']} s each"
+            )
+            locust = concurrent_figures(
                 server.base_url,
                 [q for q in inputs.asked if q != inputs.asked[0]],  # asked[0] is the cached query
                 work_dir,
@@ -276,9 +298,9 @@ def _ann_recall(
             for query in queries[:100]:
                 vector = embedder.embed(query, query=True)
                 found_ids = store.vector_search(vector, filters, SEARCH_K)
-                approx = {s.memory.memory_id for s in found_ids}
+                approx = {s.memory_id for s in found_ids}
                 truth = store.vector_search(vector, filters, SEARCH_K, exact=True)
-                exact = {s.memory.memory_id for s in truth}
+                exact = {s.memory_id for s in truth}
                 recalls.append(len(approx & exact) / max(1, len(exact)))
             found[name] = round(sum(recalls) / max(1, len(recalls)), 4)
     return found

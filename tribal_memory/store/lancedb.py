@@ -41,6 +41,7 @@ from tribal_memory.store.base import MemoryStore, RowRef, ScoredMemory, StoreCop
 from tribal_memory.store.event_loop import next_batch, shared_event_loop, translated
 from tribal_memory.store.lance_footprint import TableFootprint, table_footprint
 from tribal_memory.store.lance_index import AnnIndex
+from tribal_memory.store.lance_rowcache import RowCounts
 from tribal_memory.store.lance_rows import (
     COLUMNS,
     TABLE,
@@ -130,6 +131,7 @@ class LanceMemoryStore(MemoryStore):
         same fragment must not race (appends never conflict with a compaction)."""
         self._ann = AnnIndex()
         self._recent = RecentRows()
+        self._counts = RowCounts(read_consistency_s)
         self._loop = shared_event_loop()
         self._table, indices = open_table(
             self._loop,
@@ -190,6 +192,7 @@ class LanceMemoryStore(MemoryStore):
             StoreUnavailable: the table cannot be read.
         """
         self._loop.run("refresh", self._table.checkout_latest())  # type: ignore[no-untyped-call]
+        self._counts.clear()
 
     # -- writes ---------------------------------------------------------------
 
@@ -204,6 +207,7 @@ class LanceMemoryStore(MemoryStore):
         rows = [to_row(m, v) for m, v in zip(memories, vectors, strict=True)]
         with self._write_lock:
             self._loop.run("write", self._table.add(rows))
+            self._wrote()
             self._upkeep.note_rows(len(rows))
             for memory, vector in zip(memories, vectors, strict=True):
                 self._recent.put(memory.memory_id, memory.owner, vector)
@@ -213,6 +217,7 @@ class LanceMemoryStore(MemoryStore):
         """See :meth:`MemoryStore.replace`."""
         with self._rewrite_lock, self._write_lock:
             written = self._loop.run("update", self._replace(memory, vector))
+            self._wrote()
             self._upkeep.note_rows(1)
             self._recent.put(memory.memory_id, memory.owner, written)
         self._upkeep.after_write()
@@ -234,6 +239,7 @@ class LanceMemoryStore(MemoryStore):
         """See :meth:`MemoryStore.rekey`."""
         with self._rewrite_lock, self._write_lock:
             self._loop.run("update", self._rekey(old_id, memory, vector))
+            self._wrote()
             self._upkeep.note_rows(2)
             self._recent.drop([old_id])
             self._recent.put(memory.memory_id, memory.owner, vector)
@@ -260,6 +266,7 @@ class LanceMemoryStore(MemoryStore):
             existing = int(self._loop.run("delete", self._table.count_rows(where)))
             if existing:
                 self._loop.run("delete", self._table.delete(where))
+                self._wrote()
                 self._upkeep.note_rows(existing)
             self._recent.drop(memory_ids)
         if existing:
@@ -309,13 +316,30 @@ class LanceMemoryStore(MemoryStore):
         return [str(value) for value in table.column("memory_id").to_pylist()]
 
     def start_count(self, filters: SearchFilters | None = None) -> Future[int]:
-        """See :meth:`MemoryStore.start_count`: runs on the store's event loop."""
+        """See :meth:`MemoryStore.start_count`: runs on the store's event loop.
+
+        A count is kept until this handle writes or the read consistency
+        interval passes (:class:`RowCounts`), so searches do not count the
+        same filter again and again.
+        """
         where = filter_sql(filters) if filters is not None else None
+        kept = self._counts.get(where)
+        if kept is not None:
+            done: Future[int] = Future()
+            done.set_result(kept)
+            return done
+        generation = self._counts.generation()
 
         async def count() -> int:
-            return int(await self._table.count_rows(where))
+            found = int(await self._table.count_rows(where))
+            self._counts.put(where, found, generation)
+            return found
 
         return self._loop.submit(translated("count", count()))
+
+    def _wrote(self) -> None:
+        """Forget what searches kept of the table's rows (called under the write lock)."""
+        self._counts.clear()
 
     def scan(
         self, filters: SearchFilters | None = None, *, batch_size: int = 512
