@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from tribal_memory.base.config import Settings
@@ -19,17 +18,18 @@ from tribal_memory.embeddings.base import Embedder
 
 
 def cpu_figures(
-    data_dir: Path,
+    settings: Settings,
     embedder: Embedder,
     queries: Sequence[str],
     searches: int,
     *,
     warmup: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """CPU milliseconds per in-process hybrid search over the store in ``data_dir``.
+    """CPU milliseconds per in-process hybrid search over the store ``settings`` open.
 
-    Opens a :class:`~tribal_memory.service.memory_service.MemoryService` over
-    the data dir (no server may be using it), searches each of ``warmup``
+    Opens a :class:`~tribal_memory.service.memory_service.MemoryService` with
+    ``settings`` (its data dir and LanceDB location; no server may be using
+    them), searches each of ``warmup``
     (other questions than ``queries``: a server that has answered for a while,
     with index pages and the rows its searches read in memory, but not these
     questions' answers), then ``searches`` more (k=10, hybrid, the default
@@ -48,7 +48,7 @@ def cpu_figures(
     from tribal_memory.service.memory_service import MemoryService
 
     queries = queries[1:] if len(queries) > 1 else queries
-    with MemoryService(Settings(data_dir=data_dir), embedder=embedder) as service:
+    with MemoryService(settings, embedder=embedder) as service:
         for query in warmup:
             service.search(query, k=SEARCH_K)
         cpu, wall = _per_call(lambda q: service.search(q, k=SEARCH_K), queries, searches)

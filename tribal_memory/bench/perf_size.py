@@ -123,7 +123,7 @@ def measure_size(
     log(f"[{n}] CPU time per search, in-process")
     figures.update(
         cpu_figures(
-            data_dir,
+            store_settings(options, data_dir),
             embedder,
             inputs.asked,
             options["samples"],
