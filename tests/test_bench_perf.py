@@ -37,8 +37,19 @@ SIZE_KEYS = (
     "after_feedback_search_p50_ms",
     "after_feedback_learned_p50_ms",
     "after_feedback_interleaved_p50_ms",
+    "cpu_ms_per_search",
+    "query_embed_cpu_ms",
     "after_feedback_fragments",
+    "data_dir_mb",
+    "data_dir_end_mb",
+    "data_dir_optimized_mb",
+    "data_dir_peak_mb",
+    "bytes_per_memory",
+    "memories_stored",
+    "table_versions",
+    "table_fragments",
 )
+BREAKDOWN = ("vectors", "text", "fts", "ivf", "scalar_indexes", "versions", "sqlite", "other")
 
 
 def test_corpus_is_deterministic_distinct_and_five_percent_per_owner() -> None:
@@ -73,6 +84,15 @@ def test_plain_baseline_finds_the_fact_a_question_was_made_from(
     baseline = PlainBaseline([f.content for f in facts], vectors, embedder)
     found = sum(i in baseline.search(f.question, 10) for i, f in enumerate(facts[:20]))
     assert found >= 10  # lexical + dense over the fact's own words; not a quality target
+
+
+def test_concurrent_size_must_be_one_of_the_sizes(tmp_path: Path) -> None:
+    args = ["bench", "perf", "--sizes", "300,600", "--concurrent-size", "1000"]
+    result = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "perf.json")])
+    assert result.exit_code != 0
+    assert "--concurrent-size 1000 is not one of --sizes [300, 600]" in result.output
+    assert "Traceback" not in result.output
+    assert not (tmp_path / "perf.json").exists()
 
 
 @pytest.mark.slow
@@ -124,16 +144,35 @@ def test_bench_perf_writes_every_figure(tmp_path: Path) -> None:
     assert figures["after_feedback_searches"] == 60
     assert figures["after_feedback_small_fragments"] <= figures["after_feedback_fragments"]
     assert figures["after_feedback_unindexed_rows"] >= 0 and figures["after_feedback_versions"] >= 1
+    # The data dir after one optimize(), per memory stored (corpus and captures), by part.
+    parts = figures["bytes_per_memory_breakdown"]
+    assert tuple(parts) == BREAKDOWN
+    assert abs(sum(parts.values()) - figures["bytes_per_memory"]) <= len(parts)
+    assert parts["vectors"] == 384 * 4 and parts["text"] > 0 and parts["sqlite"] > 0
+    assert parts["ivf"] == 0  # under TRIBAL_ANN_INDEX_MIN_ROWS: exact search, no IVF index
+    assert parts["fts"] > 0 and parts["scalar_indexes"] > 0 and parts["versions"] >= 0
+    assert figures["memories_stored"] > 300
+    assert figures["table_versions"] >= 1
 
     concurrent = report["concurrent"]
     assert concurrent["clients"] == 4
     assert isinstance(concurrent["rps"], float) and concurrent["rps"] > 0
     assert isinstance(concurrent["p99_ms"], float) and concurrent["errors"] == 0
     assert concurrent["requests"] > 0
+    # One sequential client in the same run, and an agent's mixed load reported apart.
+    assert concurrent["memories"] == 300
+    assert concurrent["sequential_rps"] > 0 and concurrent["sequential_errors"] == 0
+    assert concurrent["vs_sequential"] == round(concurrent["rps"] / concurrent["sequential_rps"], 3)
+    assert isinstance(concurrent["p50_ms"], float) and concurrent["p50_ms"] > 0
+    mixed = concurrent["mixed"]
+    assert mixed["requests"] > 0 and mixed["rps"] > 0 and mixed["errors"] == 0
+    assert isinstance(mixed["p99_ms"], float)
 
     assert {t["name"] for t in report["targets"]} >= {
         "search p50 ms @300",
         "concurrent errors",
+        "concurrent / sequential rps @300",
+        "mixed load errors @300",
         "after_feedback_learned_p50_ms @300 (fresh search p50 x 1.2)",
     }
     assert all(isinstance(t["met"], bool) for t in report["targets"])

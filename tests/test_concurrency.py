@@ -185,3 +185,56 @@ def test_http_threads_get_no_5xx_and_leave_a_consistent_store(
     report = service.check_consistency()
     assert report.ok, report.as_dict()
     assert report.memories == client.get("/v1/stats").json()["memories"]
+
+
+FACTS = [
+    f"{name} {verb} {thing}"
+    for name in ("Ana", "Bo", "Chen", "Dev")
+    for verb, thing in (
+        ("keeps the release notes in", "the wiki"),
+        ("prefers reviewing code in", "the afternoon"),
+        ("owns the deploy script for", "project Falcon"),
+        ("wrote the onboarding guide about", "the build cache"),
+        ("debugged the flaky test in", "the payments service"),
+    )
+]
+QUESTIONS = [
+    "Where are the release notes kept?",
+    "Who owns the deploy script?",
+    "When does Bo review code?",
+    "Who wrote the onboarding guide?",
+    "Which service had a flaky test?",
+    "What does Chen own?",
+    "What did Dev debug?",
+    "What is project Falcon?",
+]
+
+
+def test_concurrent_searches_answer_as_sequential_ones(client: TestClient[Litestar]) -> None:
+    body = {"memories": [{"content": fact, "owner": "team"} for fact in FACTS]}
+    assert client.post("/v1/memories/batch", json=body).status_code == 200
+
+    def answer(question: str) -> list[tuple[str, float, float | None]]:
+        response = client.post("/v1/search", json={"query": question, "k": 5})
+        assert response.status_code == 200, response.text
+        return [(h["memory_id"], h["score"], h["cosine"]) for h in response.json()["hits"]]
+
+    sequential = {q: answer(q) for q in QUESTIONS}
+    assert all(sequential.values())
+    # Sixteen clients at once, each question asked by two of them, started together.
+    asked = QUESTIONS * 2
+    found: dict[int, list[tuple[str, float, float | None]]] = {}
+    start = threading.Barrier(len(asked))
+
+    def ask(i: int) -> None:
+        start.wait()
+        found[i] = answer(asked[i])
+
+    threads = [threading.Thread(target=ask, args=(i,)) for i in range(len(asked))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert {i: found.get(i) for i in range(len(asked))} == {
+        i: sequential[q] for i, q in enumerate(asked)
+    }

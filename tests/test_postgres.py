@@ -17,9 +17,8 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
-import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -30,6 +29,7 @@ from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from pgserver import PostgresServer
+from replicas import running_replicas, until
 from sqlalchemy import inspect, select, text
 from typer.testing import CliRunner
 
@@ -46,7 +46,7 @@ from tribal_memory.base.errors import StoreUnavailable
 from tribal_memory.base.models import MemoryInput, MemoryPatch, SearchFilters
 from tribal_memory.base.sql import read_generation
 from tribal_memory.base.tables import Base, QueryCacheRow
-from tribal_memory.bench.server_process import ServerProcess, child_env, free_port, tribal_server
+from tribal_memory.bench.server_process import child_env, free_port
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
 from tribal_memory.interfaces import cli
 from tribal_memory.ops.backup import create_backup
@@ -318,18 +318,6 @@ def test_server_start_with_unreachable_postgresql_exits_cleanly(tmp_path: Path) 
 # -- several replicas -----------------------------------------------------------------------
 
 
-def _until(check: Callable[[], bool], bound_s: float, what: str) -> float:
-    """Seconds until ``check()`` held (polled every 50 ms); fails past ``bound_s``."""
-    started = time.monotonic()
-    while True:
-        if check():
-            return time.monotonic() - started
-        elapsed = time.monotonic() - started
-        if elapsed > bound_s:
-            pytest.fail(f"{what}: not within {bound_s} s")
-        time.sleep(0.05)
-
-
 @pytest.fixture
 def replicas(tmp_path: Path, postgres: PostgresServer) -> Iterator[list[httpx.Client]]:
     """Two ``tribal-memory serve`` processes over one new database and one LanceDB dir.
@@ -343,28 +331,11 @@ def replicas(tmp_path: Path, postgres: PostgresServer) -> Iterator[list[httpx.Cl
         "TRIBAL_READ_CONSISTENCY_S": str(READ_CONSISTENCY_S),
         "TRIBAL_AUTH": "off",
     }
-    shared = tmp_path / "shared"
-    servers: list[ServerProcess] = [
-        tribal_server(tmp_path / f"replica-{n}.log", data_dir=shared, env=env) for n in "ab"
-    ]
-    clients: list[httpx.Client] = []
     try:
-        for server in servers:
-            server.launch()
-        for server in servers:
-            server.wait_ready()
-        clients = [httpx.Client(base_url=s.base_url, timeout=60.0) for s in servers]
-        yield clients
+        with running_replicas(tmp_path, [tmp_path / "shared"] * 2, env) as clients:
+            yield clients
     finally:
-        for client in clients:
-            client.close()
-        for server in servers:
-            server.stop()
         postgres.drop_database(name)
-    for server in servers:
-        log = server.log_text()
-        assert "Traceback" not in log, log
-        assert "Application shutdown complete" in log, log
 
 
 def _search(client: httpx.Client, query: str, **extra: Any) -> dict[str, Any]:
@@ -390,14 +361,14 @@ def test_replicas_share_writes_feedback_and_deletes(
     assert seeded.status_code == 200, seeded.text
     billing = seeded.json()["results"][0]["memory"]["memory_id"]
     seen: dict[str, float] = {}
-    seen["seed batch on B"] = _until(lambda: billing in _hit_ids(_search(b, QUERY)), bound, "seed")
+    seen["seed batch on B"] = until(lambda: billing in _hit_ids(_search(b, QUERY)), bound, "seed")
 
     # A capture on A is found by a search on B within the bound.
     fact = "The staging cluster runs in the Frankfurt region"
     created = a.post("/v1/memories", json={"content": fact, "owner": "ann"})
     assert created.status_code == 201, created.text
     new_id = created.json()["memory"]["memory_id"]
-    seen["capture on A, search on B"] = _until(
+    seen["capture on A, search on B"] = until(
         lambda: new_id in _hit_ids(_search(b, "where does the staging cluster run?")),
         bound,
         "capture on A visible on B",
@@ -445,7 +416,7 @@ def test_replicas_share_writes_feedback_and_deletes(
     assert a.delete(f"/v1/memories/{billing}").status_code == 204
     assert not _search(b, QUERY)["cached"]
     assert b.get(f"/v1/memories/{billing}/anchors").status_code in (200, 404)
-    seen["delete on A, gone on B"] = _until(
+    seen["delete on A, gone on B"] = until(
         lambda: (
             b.get(f"/v1/memories/{billing}").status_code == 404
             and billing not in _hit_ids(_search(b, QUERY))

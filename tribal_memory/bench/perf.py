@@ -45,7 +45,7 @@ from tribal_memory.base.errors import InvalidInput
 from tribal_memory.bench.perf_corpus import FILTER_OWNER, generate, questions
 from tribal_memory.bench.perf_http import CAPTURE_BATCH, SEARCH_K, Log
 from tribal_memory.bench.perf_server import read_memory_mb
-from tribal_memory.bench.perf_size import measure_size
+from tribal_memory.bench.perf_size import measure_size, store_settings
 from tribal_memory.bench.report import write_report
 from tribal_memory.embeddings.base import Embedder
 
@@ -107,14 +107,19 @@ def _settings_report(options: dict[str, Any], model_id: str) -> dict[str, Any]:
     }
 
 
+def _target(name: str, value: float | None, limit: float, *, at_most: bool) -> dict[str, Any]:
+    """A target row: ``value`` against ``limit`` (at most, or at least), ``met`` a bool."""
+    met = value is not None and (value <= limit if at_most else value >= limit)
+    sign = "<=" if at_most else ">="
+    return {"name": name, "value": value, "target": f"{sign} {limit}", "met": met}
+
+
 def targets(report: dict[str, Any]) -> list[dict[str, Any]]:
     """Each speed target of issue 5 against the measured figure (``met``: bool)."""
     rows: list[dict[str, Any]] = []
 
     def add(name: str, value: float | None, limit: float, at_most: bool = True) -> None:
-        met = value is not None and (value <= limit if at_most else value >= limit)
-        sign = "<=" if at_most else ">="
-        rows.append({"name": name, "value": value, "target": f"{sign} {limit}", "met": met})
+        rows.append(_target(name, value, limit, at_most=at_most))
 
     for size, figures in report["sizes"].items():
         large = int(size) >= 100_000
@@ -141,6 +146,26 @@ def targets(report: dict[str, Any]) -> list[dict[str, Any]]:
     concurrent = report.get("concurrent")
     if concurrent:
         add("concurrent errors", concurrent["errors"], 0)
+    return [*rows, *throughput_targets(report)]
+
+
+def throughput_targets(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """Issue 30's throughput and latency targets against the measured figures (``met``: bool)."""
+    rows: list[dict[str, Any]] = []
+
+    def add(name: str, value: float | None, limit: float, at_most: bool = True) -> None:
+        rows.append(_target(name, value, limit, at_most=at_most))
+
+    for size, figures in report["sizes"].items():
+        if int(size) <= 10_000:
+            add(f"search p50 ms @{size} (issue 30)", figures["search_p50_ms"], 10)
+        add(f"cache hit p50 ms @{size} (issue 30)", figures["cache_hit_p50_ms"], 1.5)
+    concurrent = report.get("concurrent")
+    if concurrent and "vs_sequential" in concurrent:
+        at = concurrent["memories"]
+        add(f"concurrent / sequential rps @{at}", concurrent["vs_sequential"], 1.7, at_most=False)
+        add(f"concurrent p99 ms @{at}", concurrent["p99_ms"], 250)
+        add(f"mixed load errors @{at}", concurrent["mixed"]["errors"], 0)
     return rows
 
 
@@ -155,7 +180,7 @@ def _measure_sizes(
 ) -> None:
     """Measure each size, smallest first, into ``report``'s ``sizes`` and ``concurrent``.
 
-    Locust runs at the largest size (when ``options["clients"]`` > 0); with
+    Locust runs at ``options["concurrent_size"]`` (when ``options["clients"]`` > 0); with
     ``profile``, the in-process search path is profiled at the smallest into
     ``report["profile"]``. Each size's data dir is removed once measured.
     """
@@ -169,7 +194,7 @@ def _measure_sizes(
                 embedder=embedder,
                 options=options,
                 work_dir=work_dir,
-                concurrent=options["clients"] > 0 and n == ordered[-1],
+                concurrent=options["clients"] > 0 and n == options["concurrent_size"],
                 log=log,
             )
             report["sizes"][str(n)] = figures
@@ -181,11 +206,28 @@ def _measure_sizes(
 
                 asked = questions(generate(n, seed), max(50, min(samples, 500)), seed)
                 report["profile"] = profile_search(
-                    work_dir / f"data-{n}", embedder, asked, samples, profile
+                    store_settings(options, work_dir / f"data-{n}"),
+                    embedder,
+                    asked,
+                    samples,
+                    profile,
                 )
             shutil.rmtree(work_dir / f"data-{n}", ignore_errors=True)
     finally:
         shutil.rmtree(work_dir, ignore_errors=True)
+
+
+def _concurrent_size(sizes: Sequence[int], chosen: int | None) -> int:
+    """The size the concurrent clients run at: ``chosen``, or the largest of ``sizes``.
+
+    Raises:
+        InvalidInput: ``chosen`` is not one of ``sizes``.
+    """
+    if chosen is None:
+        return max(sizes)
+    if chosen not in sizes:
+        raise InvalidInput(f"--concurrent-size {chosen} is not one of --sizes {list(sizes)}")
+    return chosen
 
 
 def run_perf_bench(
@@ -197,10 +239,12 @@ def run_perf_bench(
     warmup: int = 30,
     capture_n: int = 2048,
     clients: int = 16,
+    concurrent_size: int | None = None,
     locust_s: int = 20,
     feedback_searches: int = 3000,
     seed: int = 0,
     profile: Path | None = None,
+    store_uri: str | None = None,
     command: str | None = None,
     log: Log | None = None,
 ) -> dict[str, Any]:
@@ -213,13 +257,20 @@ def run_perf_bench(
         samples: Timed requests per latency figure.
         warmup: Untimed requests before each latency figure.
         capture_n: New facts captured for the capture throughput.
-        clients: Concurrent locust users (at the largest size).
+        clients: Concurrent locust users.
+        concurrent_size: The size locust runs at, one of ``sizes`` (None: the largest).
         locust_s: Seconds of the locust run.
         feedback_searches: Searches with feedback replayed on each built store
             before the ``after_feedback_*`` figures (0: skip that phase).
         seed: Seed of the generated corpus and questions.
         profile: When given, profile the in-process search path at the smallest
             size and write pyinstrument's text report here.
+        store_uri: LanceDB location under which each size's store is made
+            (``<store_uri>/data-<n>``, e.g. ``s3://bucket/perf``; reached with
+            the ``AWS_*`` environment LanceDB reads); None: in each size's
+            temp data dir. The SQL tables stay in the data dir's SQLite file,
+            and ``data_dir_mb`` then counts only that. Stores made there are
+            left in place.
         command: The command line to record in the report.
         log: Progress messages; None for none.
 
@@ -229,11 +280,13 @@ def run_perf_bench(
         memory in MiB. ``concurrent`` is null when ``clients`` is 0.
 
     Raises:
-        InvalidInput: no size, or a size under 100.
+        InvalidInput: no size, a size under 100, or ``concurrent_size`` not
+            one of ``sizes``.
         TribalError: the server or locust failed (the detail names the log).
     """
     if not sizes or min(sizes) < 100:
         raise InvalidInput("give at least one size, each of 100 memories or more")
+    concurrent_at = _concurrent_size(sizes, concurrent_size)
     say: Log = log or (lambda _message: None)
     report: dict[str, Any] = {
         "benchmark": "perf",
@@ -253,9 +306,11 @@ def run_perf_bench(
         "warmup": warmup,
         "capture_n": capture_n,
         "clients": clients,
+        "concurrent_size": concurrent_at,
         "locust_s": locust_s,
         "cache_dir": cache_dir or default_cache_dir(),
         "feedback_searches": feedback_searches,
+        "store_uri": store_uri,
     }
     report["settings"] = _settings_report(options, embedder.model_id)
     report["sizes"] = {}
@@ -269,4 +324,4 @@ def run_perf_bench(
     return report
 
 
-__all__ = ["default_cache_dir", "machine", "run_perf_bench", "targets"]
+__all__ = ["default_cache_dir", "machine", "run_perf_bench", "targets", "throughput_targets"]

@@ -56,12 +56,12 @@ def _split(frame: Any, inherited: str, totals: dict[str, float]) -> None:
 
 
 def profile_search(
-    data_dir: Path, embedder: Embedder, queries: Sequence[str], samples: int, out: Path
+    settings: Settings, embedder: Embedder, queries: Sequence[str], samples: int, out: Path
 ) -> dict[str, Any]:
-    """Profile ``samples`` in-process hybrid searches over the store in ``data_dir``.
+    """Profile ``samples`` in-process hybrid searches over the store ``settings`` open.
 
     Args:
-        data_dir: A data dir filled by the benchmark (no server may be using it).
+        settings: Settings of a store filled by the benchmark (no server may be using it).
         embedder: The model of that store.
         queries: Questions, cycled through.
         samples: Searches timed without the profiler, then as many profiled
@@ -85,7 +85,7 @@ def profile_search(
         ) from exc
     from tribal_memory.service.memory_service import MemoryService
 
-    with MemoryService(Settings(data_dir=data_dir), embedder=embedder) as service:
+    with MemoryService(settings, embedder=embedder) as service:
         for i in range(20):
             service.search(queries[i % len(queries)], k=10)
         plain: list[float] = []

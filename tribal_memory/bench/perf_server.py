@@ -30,19 +30,23 @@ class ServerProcess(server_process.ServerProcess):
     Args:
         data_dir: The server's data dir (``TRIBAL_DATA_DIR``).
         log_path: Where the server's stdout and stderr go.
+        lancedb_uri: Where its LanceDB store is (``TRIBAL_LANCEDB_URI``, e.g.
+            ``s3://bucket/path``); None: in ``data_dir``.
 
     Raises:
         ServerStartError: on entry, the server exited or was not healthy within
             120 s (the detail names the log).
     """
 
-    def __init__(self, data_dir: Path, log_path: Path) -> None:
+    def __init__(self, data_dir: Path, log_path: Path, lancedb_uri: str | None = None) -> None:
         port = server_process.free_port()
         env = {
             "TRIBAL_DATA_DIR": str(data_dir),
             "TRIBAL_PORT": str(port),
             "TRIBAL_HOST": server_process.LOOPBACK,
         }
+        if lancedb_uri:
+            env["TRIBAL_LANCEDB_URI"] = lancedb_uri
         super().__init__(
             ["-m", "tribal_memory.interfaces.api.server"], log_path=log_path, port=port, env=env
         )
@@ -80,29 +84,34 @@ def run_locust(
     *,
     clients: int,
     seconds: int,
+    user: str = "Searcher",
 ) -> dict[str, Any]:
     """Run locust headless against ``base_url`` with ``clients`` users for ``seconds``.
 
-    Each user sends random ``queries`` to ``POST /v1/search`` (hybrid, k=10)
-    back to back, over its own keep-alive connection.
+    Each user sends random ``queries`` back to back, over its own keep-alive
+    connection: ``Searcher`` to ``POST /v1/search`` (hybrid, k=10),
+    ``MixedAgent`` an agent's mix of searches, captures and feedback (see
+    ``locustfile.py``).
 
     Returns:
         ``{"clients", "seconds", "requests", "rps", "p50_ms", "p99_ms",
         "errors"}``: requests per second and latency percentiles (ms, as locust
-        rounds them) over the whole run, ``errors`` the failed requests.
+        rounds them) over the whole run and every kind of request, ``errors``
+        the failed requests.
 
     Raises:
         TribalError: locust failed to run or wrote no statistics.
     """
     queries_path = work_dir / "locust-queries.json"
     queries_path.write_text(json.dumps(list(queries)))
-    prefix = work_dir / "locust"
+    prefix = work_dir / f"locust-{user}-{clients}"
     command = [
         sys.executable,
         "-m",
         "locust",
         "-f",
         str(LOCUSTFILE),
+        user,
         "--headless",
         "--only-summary",
         "-u",
@@ -117,7 +126,7 @@ def run_locust(
         str(prefix),
     ]
     env = {**os.environ, "TRIBAL_PERF_QUERIES": str(queries_path)}
-    log_path = work_dir / "locust.log"
+    log_path = work_dir / f"locust-{user}-{clients}.log"
     with log_path.open("wb") as log:
         done = subprocess.run(
             command, env=env, stdout=log, stderr=subprocess.STDOUT, timeout=seconds + 120

@@ -20,6 +20,7 @@ import httpx
 from tribal_memory.base.config import Settings
 from tribal_memory.base.models import SearchFilters
 from tribal_memory.bench.perf_baseline import PlainBaseline
+from tribal_memory.bench.perf_concurrent import concurrent_figures
 from tribal_memory.bench.perf_corpus import (
     FILTER_OWNER,
     Fact,
@@ -27,7 +28,9 @@ from tribal_memory.bench.perf_corpus import (
     generate,
     questions,
 )
+from tribal_memory.bench.perf_cpu import cpu_figures
 from tribal_memory.bench.perf_feedback import after_feedback
+from tribal_memory.bench.perf_footprint import PeakSampler, footprint_figures, peak_mb
 from tribal_memory.bench.perf_http import (
     CAPTURE_BATCH,
     SEARCH_K,
@@ -38,7 +41,7 @@ from tribal_memory.bench.perf_http import (
     search_figures,
     timed,
 )
-from tribal_memory.bench.perf_server import ServerProcess, run_locust
+from tribal_memory.bench.perf_server import ServerProcess
 from tribal_memory.embeddings.base import Embedder, Vector
 
 
@@ -83,6 +86,17 @@ def _size_inputs(n: int, *, embedder: Embedder, options: dict[str, Any], log: Lo
     return _SizeInputs(facts, vectors, from_cache, asked, asked_owned, capture_facts, capture_batch)
 
 
+def store_settings(options: dict[str, Any], data_dir: Path) -> Settings:
+    """Settings that open the store the server of ``data_dir`` wrote.
+
+    Its LanceDB table is under ``options["store_uri"]`` (one prefix per data
+    dir) when that is set, else in ``data_dir``.
+    """
+    store_uri = options.get("store_uri")
+    lancedb_uri = f"{store_uri.rstrip('/')}/{data_dir.name}" if store_uri else ""
+    return Settings(data_dir=data_dir, lancedb_uri=lancedb_uri)
+
+
 def measure_size(
     n: int,
     *,
@@ -106,8 +120,20 @@ def measure_size(
         log=log,
     )
     figures.update(served)
+    log(f"[{n}] CPU time per search, in-process")
+    figures.update(
+        cpu_figures(
+            store_settings(options, data_dir),
+            embedder,
+            inputs.asked,
+            options["samples"],
+            warmup=_other_questions(inputs, options["samples"], options["seed"]),
+        )
+    )
     log(f"[{n}] vector index recall against exact search")
-    figures.update(_ann_recall(data_dir, embedder, inputs.asked, inputs.asked_owned))
+    figures.update(
+        _ann_recall(store_settings(options, data_dir), embedder, inputs.asked, inputs.asked_owned)
+    )
     log(f"[{n}] baseline: numpy cosine + rank-bm25, in-process")
     figures.update(
         _baseline(
@@ -122,10 +148,22 @@ def measure_size(
     figures["search_vs_baseline_p50"] = round(
         figures["search_p50_ms"] / figures["baseline_search_p50_ms"], 3
     )
-    figures["data_dir_mb"] = round(
-        sum(p.stat().st_size for p in data_dir.rglob("*") if p.is_file()) / 1024**2, 1
-    )
+    if options.get("store_uri"):
+        # With the store on object storage, only the local part (SQLite) is counted.
+        figures["data_dir_mb"] = round(
+            sum(p.stat().st_size for p in data_dir.rglob("*") if p.is_file()) / 1024**2, 1
+        )
+    else:
+        log(f"[{n}] data dir: one optimize(), then its size by part")
+        figures.update(footprint_figures(data_dir))
     return figures, locust
+
+
+def _other_questions(inputs: _SizeInputs, count: int, seed: int) -> list[str]:
+    """Up to ``count`` questions that are neither asked nor fed back in the timed figures."""
+    asked = set(inputs.asked)
+    # seed + 2 draws the after-feedback phase's questions (perf_feedback).
+    return [q for q in questions(inputs.facts, 2 * count, seed + 3) if q not in asked][:count]
 
 
 def _measure_server(
@@ -148,12 +186,18 @@ def _measure_server(
     seed, samples, warmup = options["seed"], options["samples"], options["warmup"]
     figures: dict[str, Any] = {}
     locust: dict[str, Any] | None = None
+    data_dir = work_dir / f"data-{n}"
+    lancedb_uri = store_settings(options, data_dir).lancedb_uri
     with (
-        ServerProcess(work_dir / f"data-{n}", work_dir / f"server-{n}.log") as server,
+        ServerProcess(data_dir, work_dir / f"server-{n}.log", lancedb_uri) as server,
         httpx.Client(base_url=server.base_url, timeout=600.0) as client,
     ):
         figures["rss_idle_mb"] = server.memory_mb().get("rss_mb")
-        ingest_s, curve = load_corpus(client, server, inputs.facts, inputs.vectors, embedder, log)
+        with PeakSampler(work_dir / f"data-{n}") as disk:
+            ingest_s, curve = load_corpus(
+                client, server, inputs.facts, inputs.vectors, embedder, log
+            )
+        figures["data_dir_peak_mb"] = peak_mb(disk)
         figures["ingest_s"] = round(ingest_s, 1)
         figures["ingest_per_s"] = round(n / ingest_s, 1)
         figures["rss_while_loading_mb"] = curve
@@ -183,8 +227,11 @@ def _measure_server(
             capture_figures(client, embedder, inputs.capture_facts, inputs.capture_batch)
         )
         if concurrent:
-            log(f"[{n}] locust: {options['clients']} clients for {options['locust_s']} s")
-            locust = run_locust(
+            log(
+                f"[{n}] locust: 1 client, {options['clients']} clients and "
+                f"{options['clients']} mixed agents, {options['locust_s']} s each"
+            )
+            locust = concurrent_figures(
                 server.base_url,
                 [q for q in inputs.asked if q != inputs.asked[0]],  # asked[0] is the cached query
                 work_dir,
@@ -223,11 +270,11 @@ def _baseline(
 
 
 def _ann_recall(
-    data_dir: Path, embedder: Embedder, asked: Sequence[str], asked_owned: Sequence[str]
+    settings: Settings, embedder: Embedder, asked: Sequence[str], asked_owned: Sequence[str]
 ) -> dict[str, Any]:
     """recall@10 of the server's vector search against exact search over the same store.
 
-    Opens the stopped server's data dir with the default settings and
+    Opens the stopped server's store (``settings``, defaults otherwise) and
     compares, per question (at most 100 of each kind), the ids of
     ``vector_search`` with those of ``vector_search(exact=True)``; with no IVF
     index yet both are exact and recall is 1.0.
@@ -236,7 +283,7 @@ def _ann_recall(
     from tribal_memory.store.lancedb import LanceMemoryStore
 
     found: dict[str, Any] = {}
-    with MemoryService(Settings(data_dir=data_dir), embedder=embedder) as service:
+    with MemoryService(settings, embedder=embedder) as service:
         store = service.store
         # The IVF index and exact search are LanceDB's: this measures that store.
         assert isinstance(store, LanceMemoryStore)
@@ -251,9 +298,9 @@ def _ann_recall(
             for query in queries[:100]:
                 vector = embedder.embed(query, query=True)
                 found_ids = store.vector_search(vector, filters, SEARCH_K)
-                approx = {s.memory.memory_id for s in found_ids}
+                approx = {s.memory_id for s in found_ids}
                 truth = store.vector_search(vector, filters, SEARCH_K, exact=True)
-                exact = {s.memory.memory_id for s in truth}
+                exact = {s.memory_id for s in truth}
                 recalls.append(len(approx & exact) / max(1, len(exact)))
             found[name] = round(sum(recalls) / max(1, len(recalls)), 4)
     return found

@@ -117,6 +117,8 @@ class Core:
                     keep_versions_s=settings.keep_versions_s,
                     optimize_small_fragments=settings.optimize_small_fragments,
                     index_cache_mb=settings.index_cache_mb,
+                    # Replicas on one PostgreSQL optimise the shared table one at a time.
+                    maintenance_lock=self.db.lock("optimize"),
                 )
         except BaseException:
             self.db.close()

@@ -24,13 +24,13 @@ and of score propagation between neighbouring passages (e.g. Kaszkiel & Zobel,
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from itertools import islice
 from typing import Literal
 
 from tribal_memory.base.models import Memory
 from tribal_memory.base.results import Hit
-from tribal_memory.store.base import ScoredMemory
+from tribal_memory.store.base import ScoredMemory, load_memories
 
 FusionMethod = Literal["weighted", "rrf"]
 Normalisation = Literal["min-max", "max"]
@@ -38,17 +38,78 @@ Scale = Callable[[float], float]
 """Maps a raw score onto [0, 1]."""
 
 
-@dataclass(slots=True)
 class Candidate:
-    """A memory on its way to becoming a hit: fused ``score`` and its parts, all in [0, 1]."""
+    """A memory on its way to becoming a hit: fused ``score`` and its parts, all in [0, 1].
 
-    memory: Memory
-    score: float = 0.0
-    vector: float | None = None
-    text: float | None = None
-    vector_rank: int | None = None
-    text_rank: int | None = None
-    cosine: float | None = None
+    Made from a whole :class:`Memory` or from a path's :class:`ScoredMemory`,
+    whose memory is built only when :attr:`memory` is first read: ranking
+    reads ``memory_id`` (and smoothing ``owner``, ``doc_id``,
+    ``chunk_index``) of every candidate, the whole memory of the hits only.
+    """
+
+    __slots__ = (
+        "_source",
+        "chunk_index",
+        "cosine",
+        "doc_id",
+        "memory_id",
+        "owner",
+        "score",
+        "text",
+        "text_rank",
+        "vector",
+        "vector_rank",
+    )
+
+    def __init__(
+        self,
+        memory: Memory | ScoredMemory,
+        score: float = 0.0,
+        vector: float | None = None,
+        text: float | None = None,
+        vector_rank: int | None = None,
+        text_rank: int | None = None,
+        cosine: float | None = None,
+    ) -> None:
+        self._source = memory
+        self.memory_id = memory.memory_id
+        self.owner = memory.owner
+        self.doc_id = memory.doc_id
+        self.chunk_index = memory.chunk_index
+        self.score = score
+        self.vector = vector
+        self.text = text
+        self.vector_rank = vector_rank
+        self.text_rank = text_rank
+        self.cosine = cosine
+
+    @property
+    def memory(self) -> Memory:
+        """The whole memory (read from the store on first use for a path's candidate).
+
+        Raises:
+            NotFound: the memory was deleted since the search.
+        """
+        source = self._source
+        return source.memory if isinstance(source, ScoredMemory) else source
+
+    @property
+    def loaded(self) -> bool:
+        """Whether :attr:`memory` is at hand (no store read needed)."""
+        source = self._source
+        return source.loaded if isinstance(source, ScoredMemory) else True
+
+    def __repr__(self) -> str:
+        return f"Candidate(memory_id={self.memory_id!r}, score={self.score!r})"
+
+
+def load_candidates(candidates: Iterable[Candidate]) -> None:
+    """Read the whole memories of ``candidates`` that lack one, in one read per store.
+
+    Raises:
+        StoreUnavailable: the read failed.
+    """
+    load_memories(c._source for c in candidates if isinstance(c._source, ScoredMemory))
 
 
 def fused_candidates(
@@ -77,13 +138,17 @@ def fused_candidates(
     pool: dict[str, Candidate] = {}
     to_vector = _scale([c.score for c in vector], normalisation, clip=True)
     for rank, scored in enumerate(vector, start=1):
-        entry = pool.setdefault(scored.memory.memory_id, Candidate(scored.memory))
+        entry = pool.get(scored.memory_id)
+        if entry is None:
+            entry = pool[scored.memory_id] = Candidate(scored)
         entry.vector = to_vector(scored.score)
         entry.cosine = scored.score
         entry.vector_rank = rank
     to_text = _scale([c.score for c in text], normalisation, clip=False)
     for rank, scored in enumerate(text, start=1):
-        entry = pool.setdefault(scored.memory.memory_id, Candidate(scored.memory))
+        entry = pool.get(scored.memory_id)
+        if entry is None:
+            entry = pool[scored.memory_id] = Candidate(scored)
         entry.text = to_text(scored.score)
         entry.text_rank = rank
     for entry in pool.values():
@@ -95,7 +160,7 @@ def fused_candidates(
                 1.0,
                 vector_weight * (entry.vector or 0.0) + (1.0 - vector_weight) * (entry.text or 0.0),
             )
-    return sorted(pool.values(), key=lambda e: (-e.score, e.memory.memory_id))
+    return sorted(pool.values(), key=lambda e: (-e.score, e.memory_id))
 
 
 def _scale(scores: Sequence[float], normalisation: Normalisation, *, clip: bool) -> Scale:
@@ -143,22 +208,20 @@ def smooth_neighbours(candidates: list[Candidate], weight: float) -> list[Candid
         return candidates
     at: dict[tuple[str, str, int], float] = {}
     for entry in candidates:
-        memory = entry.memory
-        if memory.doc_id is not None and memory.chunk_index is not None:
-            at[(memory.owner, memory.doc_id, memory.chunk_index)] = entry.score
+        if entry.doc_id is not None and entry.chunk_index is not None:
+            at[(entry.owner, entry.doc_id, entry.chunk_index)] = entry.score
     if not at:
         return candidates
     for entry in candidates:
-        memory = entry.memory
         neighbour = 0.0
-        if memory.doc_id is not None and memory.chunk_index is not None:
-            here = (memory.owner, memory.doc_id)
+        if entry.doc_id is not None and entry.chunk_index is not None:
+            here = (entry.owner, entry.doc_id)
             neighbour = max(
-                at.get((*here, memory.chunk_index - 1), 0.0),
-                at.get((*here, memory.chunk_index + 1), 0.0),
+                at.get((*here, entry.chunk_index - 1), 0.0),
+                at.get((*here, entry.chunk_index + 1), 0.0),
             )
         entry.score = (entry.score + weight * neighbour) / (1.0 + weight)
-    return sorted(candidates, key=lambda e: (-e.score, e.memory.memory_id))
+    return sorted(candidates, key=lambda e: (-e.score, e.memory_id))
 
 
 def fuse(
@@ -195,24 +258,31 @@ def fuse(
 def top_hits(candidates: Sequence[Candidate], k: int, min_score: float = 0.0) -> list[Hit]:
     """The first ``k`` candidates (already ranked) scoring at least ``min_score``, as hits.
 
+    Their memories are read in one go (:func:`load_candidates`); a candidate
+    whose memory was deleted since the search is passed over.
+
     Returns:
         Hits ranked 1..n carrying each candidate's ``score``, ``vector_score``
         and ``text_score``; [] when none qualifies.
     """
     hits: list[Hit] = []
-    for entry in candidates:
-        if len(hits) == k:
+    qualifying = (entry for entry in candidates if entry.score >= min_score)
+    while len(hits) < k:
+        batch = list(islice(qualifying, k - len(hits)))
+        if not batch:
             break
-        if entry.score < min_score:
-            continue
-        hits.append(
-            Hit(
-                entry.memory,
-                entry.score,
-                len(hits) + 1,
-                vector_score=entry.vector,
-                text_score=entry.text,
-                cosine=entry.cosine,
+        load_candidates(batch)
+        for entry in batch:
+            if not entry.loaded:  # deleted since the search
+                continue
+            hits.append(
+                Hit(
+                    entry.memory,
+                    entry.score,
+                    len(hits) + 1,
+                    vector_score=entry.vector,
+                    text_score=entry.text,
+                    cosine=entry.cosine,
+                )
             )
-        )
     return hits

@@ -23,7 +23,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
 from tribal_memory.base.models import Memory
-from tribal_memory.retrieval.fusion import Candidate
+from tribal_memory.retrieval.fusion import Candidate, load_candidates
 
 Edge = tuple[str, str]
 """A relation between two memory ids (its direction does not matter here)."""
@@ -41,7 +41,8 @@ def related_in_pool(candidates: Sequence[Candidate], edges: Iterable[Edge]) -> d
     Returns:
         ``{memory id: {related memory ids}}``; candidates with none are absent.
     """
-    ids = {c.memory.memory_id for c in candidates}
+    ids = {c.memory_id for c in candidates}
+    load_candidates(candidates)  # parents and sections are in the whole memories
     related: dict[str, set[str]] = defaultdict(set)
 
     def join(a: str, b: str) -> None:
@@ -53,6 +54,8 @@ def related_in_pool(candidates: Sequence[Candidate], edges: Iterable[Edge]) -> d
         join(source, target)
     sections: dict[tuple[str, str, object], list[str]] = defaultdict(list)
     for entry in candidates:
+        if not entry.loaded:  # deleted since the search
+            continue
         memory = entry.memory
         if memory.parent_id is not None:
             join(memory.memory_id, memory.parent_id)
@@ -82,8 +85,8 @@ def graph_expanded(
     if weight <= 0 or not candidates:
         return candidates
     related = related_in_pool(candidates, edges)
-    before = {c.memory.memory_id: c.score for c in candidates}
+    before = {c.memory_id: c.score for c in candidates}
     for entry in candidates:
-        best = max((before[r] for r in related.get(entry.memory.memory_id, ())), default=0.0)
+        best = max((before[r] for r in related.get(entry.memory_id, ())), default=0.0)
         entry.score = (entry.score + weight * best) / (1.0 + weight)
-    return sorted(candidates, key=lambda e: (-e.score, e.memory.memory_id))
+    return sorted(candidates, key=lambda e: (-e.score, e.memory_id))

@@ -335,7 +335,7 @@ class Retriever:
         text_part = q.text_search.result() if q.text_search is not None else []
         if q.expansion:
             q.pool_refs = {
-                s.ref: s.memory.memory_id for s in (*vector_part, *text_part) if s.ref is not None
+                s.ref: s.memory_id for s in (*vector_part, *text_part) if s.ref is not None
             }
         if q.mode == "hybrid":
             fused = fused_candidates(
@@ -352,7 +352,7 @@ class Retriever:
             candidates = fused_candidates(vector_part, text_part, vector_weight=weight)
         if not q.expand_graph:
             return candidates
-        ids = [c.memory.memory_id for c in candidates]
+        ids = [c.memory_id for c in candidates]
         edges = self._graph.edges_among(ids) if self._graph is not None else []
         return graph_expanded(candidates, edges, s.graph_expansion_weight)
 
@@ -367,7 +367,7 @@ class Retriever:
         sig.add_expansion(signals, q.expansion, q.pool_refs)
         if not q.priors:
             return
-        ids = [c.memory.memory_id for c in candidates]
+        ids = [c.memory_id for c in candidates]
         now = utcnow()
         feedback = self._learner.feedback
         found = [feedback.priors(owner, now, ids, generation=g) for owner, g in q.priors]
@@ -406,7 +406,7 @@ class Retriever:
         cosines = [c.cosine for c in candidates if c.cosine is not None]
         if not cosines and hits and q.vector is not None:
             scored = self._store.score_ids(q.vector, [h.memory.memory_id for h in hits], q.filters)
-            by_id = {s.memory.memory_id: s.score for s in scored}
+            by_id = {s.memory_id: s.score for s in scored}
             hits = [dataclasses.replace(h, cosine=by_id.get(h.memory.memory_id)) for h in hits]
             cosines = list(by_id.values())
         if not cosines:  # nothing to calibrate against: the ranking score stands

@@ -63,9 +63,7 @@ def rank(
         return _hits(candidates, {}, k)
     fold_priors(candidates, signals, settings)
     text_weight = 1.0 - vector_weight
-    rescored = [
-        gained(c, signals.get(c.memory.memory_id), text_weight, settings) for c in candidates
-    ]
+    rescored = [gained(c, signals.get(c.memory_id), text_weight, settings) for c in candidates]
     outside = outside_ids(
         signals,
         candidates,
@@ -79,9 +77,9 @@ def rank(
         to_vector = vector_scale(candidates, normalisation)
         for scored in score_ids(outside):
             part = to_vector(scored.score)
-            found = Candidate(scored.memory, vector_weight * part, vector=part, cosine=scored.score)
-            rescored.append(gained(found, signals[scored.memory.memory_id], text_weight, settings))
-    rescored.sort(key=lambda c: (-c.score, c.memory.memory_id))
+            found = Candidate(scored, vector_weight * part, vector=part, cosine=scored.score)
+            rescored.append(gained(found, signals[scored.memory_id], text_weight, settings))
+    rescored.sort(key=lambda c: (-c.score, c.memory_id))
     return _hits(rescored, signals, k)
 
 
@@ -92,7 +90,7 @@ def fold_priors(candidates: Sequence[Candidate], signals: SignalMap, settings: S
     outside the pool), so a boost mostly reorders what the query found itself.
     """
     s = settings
-    by_id = {c.memory.memory_id: c.score for c in candidates}
+    by_id = {c.memory_id: c.score for c in candidates}
     gate = s.boost_relevance_gate
     for memory_id, info in signals.items():
         relevance = (1.0 - gate) + gate * by_id.get(memory_id, 0.0)
@@ -146,7 +144,7 @@ def outside_ids(
     the rescored pool) cannot become a hit and is not
     scored: each id scored costs the store a vector query.
     """
-    pooled = {c.memory.memory_id for c in candidates}
+    pooled = {c.memory_id for c in candidates}
     cosines = [c.cosine for c in candidates if c.cosine is not None]
     edge = vector_scale(candidates, normalisation)(min(cosines)) if cosines else 0.0
     outside: list[str] = []

@@ -11,7 +11,7 @@ from tribal_memory.base.errors import InvalidInput
 from tribal_memory.base.models import SearchFilters
 from tribal_memory.base.results import Hit, SearchResult
 from tribal_memory.embeddings.base import Vector
-from tribal_memory.store.base import MemoryStore
+from tribal_memory.store.base import MemoryStore, load_memories
 
 
 def check_vector(vector: Sequence[float] | Vector, dim: int) -> Vector:
@@ -62,10 +62,11 @@ def search_by_vector(
     """
     started = time.perf_counter()
     found = store.vector_search(vector, filters, k)
+    load_memories(found)  # one read for all hits
     hits: list[Hit] = []
     for scored in found:
         score = min(max(float(scored.score), 0.0), 1.0)
-        if score >= min_score:
+        if score >= min_score and scored.loaded:
             hits.append(Hit(scored.memory, score, len(hits) + 1, vector_score=score))
     took_ms = (time.perf_counter() - started) * 1000
     return SearchResult(tuple(hits), "vector", None, took_ms)

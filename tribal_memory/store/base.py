@@ -16,16 +16,30 @@ live in SQL since migration 0006 (:mod:`tribal_memory.learned.anchors`).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
+from tribal_memory.base.errors import NotFound
 from tribal_memory.base.models import Memory, SearchFilters
 from tribal_memory.embeddings.base import Vector
 
 
-@dataclass(frozen=True, slots=True)
+class RowSource(Protocol):
+    """Where a :meth:`ScoredMemory.deferred` candidate's whole memory is read from."""
+
+    def memories(self, rows: Sequence[tuple[RowRef, str]]) -> dict[str, Memory]:
+        """The memories of ``(ref, memory_id)`` rows, keyed by memory id, in one read.
+
+        A row no longer stored (deleted since the search) is absent.
+
+        Raises:
+            StoreUnavailable: the read failed.
+        """
+        ...
+
+
 class ScoredMemory:
     """A candidate from one retrieval path.
 
@@ -34,11 +48,108 @@ class ScoredMemory:
     the store's reference to the row it was read from, the one
     :meth:`MemoryStore.start_text_scores` answers with for that row (None
     where the store gives none, e.g. a memory made by a caller).
+
+    ``memory_id``, ``owner``, ``doc_id`` and ``chunk_index`` are what fusion
+    and neighbour smoothing read of every candidate. A store may answer with
+    :meth:`deferred` candidates, whose whole :attr:`memory` is read only when
+    asked for: a search reads it for the few candidates it returns
+    (:func:`load_memories`, one read for all of them), not for the 150 and
+    more of each path's pool.
     """
 
-    memory: Memory
-    score: float
-    ref: RowRef | None = None
+    __slots__ = (
+        "_memory",
+        "_source",
+        "chunk_index",
+        "doc_id",
+        "memory_id",
+        "owner",
+        "ref",
+        "score",
+    )
+
+    def __init__(self, memory: Memory, score: float, ref: RowRef | None = None) -> None:
+        self._memory: Memory | None = memory
+        self._source: RowSource | None = None
+        self.memory_id = memory.memory_id
+        self.owner = memory.owner
+        self.doc_id = memory.doc_id
+        self.chunk_index = memory.chunk_index
+        self.score = score
+        self.ref = ref
+
+    @classmethod
+    def deferred(cls, key: RowKey, score: float, ref: RowRef, source: RowSource) -> ScoredMemory:
+        """A candidate whose memory is read from ``source`` when first asked for.
+
+        Args:
+            key: ``(memory_id, owner, doc_id, chunk_index)`` of the row.
+            score: As in the class docstring.
+            ref: The row's reference in ``source``.
+            source: Where the whole memory is read from.
+        """
+        found = cls.__new__(cls)
+        found._memory = None
+        found._source = source
+        found.memory_id, found.owner, found.doc_id, found.chunk_index = key
+        found.score = score
+        found.ref = ref
+        return found
+
+    @property
+    def loaded(self) -> bool:
+        """Whether :attr:`memory` is at hand (no read needed)."""
+        return self._memory is not None
+
+    @property
+    def memory(self) -> Memory:
+        """The whole memory (read from the store on first use for a deferred candidate).
+
+        Raises:
+            NotFound: the row was deleted since the search.
+            StoreUnavailable: the read failed.
+        """
+        if self._memory is None:
+            load_memories([self])
+            if self._memory is None:
+                raise NotFound(f"memory {self.memory_id} was deleted during the search")
+        return self._memory
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ScoredMemory):
+            return NotImplemented
+        return (self.memory, self.score, self.ref) == (other.memory, other.score, other.ref)
+
+    __hash__ = None  # type: ignore[assignment]  # as an eq dataclass holding a dict
+
+    def __repr__(self) -> str:
+        return f"ScoredMemory(memory_id={self.memory_id!r}, score={self.score!r}, ref={self.ref!r})"
+
+
+RowKey = tuple[str, str, str | None, int | None]
+"""``(memory_id, owner, doc_id, chunk_index)`` of a stored row."""
+
+
+def load_memories(candidates: Iterable[ScoredMemory]) -> None:
+    """Read the memories of the deferred ones among ``candidates``, one read per source.
+
+    Afterwards each has its :attr:`~ScoredMemory.loaded` memory, except rows
+    deleted since the search (their ``loaded`` stays False).
+
+    Raises:
+        StoreUnavailable: a read failed.
+    """
+    wanted: dict[int, tuple[RowSource, list[ScoredMemory]]] = {}
+    for candidate in candidates:
+        source = candidate._source
+        if candidate._memory is None and source is not None and candidate.ref is not None:
+            wanted.setdefault(id(source), (source, []))[1].append(candidate)
+    for source, group in wanted.values():
+        found = source.memories([(c.ref, c.memory_id) for c in group if c.ref is not None])
+        for candidate in group:
+            memory = found.get(candidate.memory_id)
+            if memory is not None:
+                candidate._memory, candidate._source = memory, None
 
 
 RowRef = int | str

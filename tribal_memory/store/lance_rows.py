@@ -21,7 +21,6 @@ import pyarrow as pa
 from tribal_memory.base.errors import InvalidInput
 from tribal_memory.base.models import MEMORY_FIELDS, SHARED_OWNER, Memory, SearchFilters
 from tribal_memory.embeddings.base import Vector
-from tribal_memory.store.base import ScoredMemory
 
 TABLE = "memories"
 """Name of the memory table in the LanceDB database."""
@@ -204,26 +203,6 @@ def vectors_of(table: pa.Table | pa.RecordBatch) -> np.ndarray:
         column = column.combine_chunks()
     flat = column.flatten().to_numpy(zero_copy_only=False)
     return np.array(flat, dtype=np.float32).reshape(table.num_rows, -1)
-
-
-def scored(table: pa.Table, score_column: str, *, distance: bool) -> list[ScoredMemory]:
-    """Memories of a query answer with their scores, in answer order.
-
-    ``distance``: ``score_column`` holds cosine distance, turned into
-    similarity (``1 - distance``); else it is used as it is (BM25). Each
-    memory's ``ref`` is the ``_rowid`` column, when the query asked for it.
-    """
-    scores = table.column(score_column).to_pylist()
-    rows = memory_rows(table)
-    refs = (
-        table.column("_rowid").to_pylist()
-        if "_rowid" in table.column_names
-        else [None] * table.num_rows
-    )
-    return [
-        ScoredMemory(to_memory(row), 1.0 - float(score) if distance else float(score), ref)
-        for row, score, ref in zip(rows, scores, refs, strict=True)
-    ]
 
 
 def nearest_rows(table: pa.Table | None, rows: int) -> list[tuple[str, float] | None]:

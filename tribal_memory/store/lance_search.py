@@ -25,13 +25,13 @@ from tribal_memory.embeddings.base import Vector
 from tribal_memory.store.base import RowRef, ScoredMemory
 from tribal_memory.store.event_loop import EventLoop, translated
 from tribal_memory.store.lance_index import AnnIndex
+from tribal_memory.store.lance_rowcache import RowCache
 from tribal_memory.store.lance_rows import (
     COLUMNS,
     filter_sql,
     in_list,
     memory_rows,
     nearest_rows,
-    scored,
     to_memory,
     vectors_of,
 )
@@ -51,6 +51,9 @@ class LanceSearch:
         recent: Rows written since the last ``optimize()`` (shared with the writes).
         write_lock: The store's write lock; :meth:`nearest` reads ``recent`` under it.
         nprobes: IVF partitions searched per vector query once the index exists.
+
+    Attributes:
+        rows: The keys and memories of rows its searches returned (:class:`RowCache`).
     """
 
     def __init__(
@@ -69,6 +72,7 @@ class LanceSearch:
         self._recent = recent
         self._write_lock = write_lock
         self._nprobes = nprobes
+        self._rows = self.rows = RowCache(table, loop)
 
     def start_vector_search(
         self,
@@ -89,14 +93,16 @@ class LanceSearch:
         Returns:
             A future whose ``result()`` is up to ``k`` memories with their
             cosine similarity in [-1, 1], best first ([] when none pass), or
-            raises ``StoreUnavailable``.
+            raises ``StoreUnavailable``. Only row ids and scores are read
+            here; each memory is read when first asked for
+            (:meth:`ScoredMemory.deferred`).
         """
         where = filter_sql(filters)
 
         async def search() -> list[ScoredMemory]:
             indexed = not exact and await self._ann.use_for(self._table, where, passing)
             table = await self._vector_query(vector, where, k, exact=not indexed).to_arrow()
-            return scored(table, "_distance", distance=True)
+            return await self._deferred(table, "_distance", distance=True)
 
         return self._loop.submit(translated("vector search", search()))
 
@@ -197,7 +203,8 @@ class LanceSearch:
             A future whose ``result()`` is up to ``k`` memories with their raw
             BM25 score (> 0, higher is better), best first; [] when nothing
             matches or ``query`` is blank. It raises ``StoreUnavailable`` when
-            the search fails.
+            the search fails. Memories are read when first asked for, as in
+            :meth:`start_vector_search`.
         """
         if not query.strip():
             done: Future[list[ScoredMemory]] = Future()
@@ -248,7 +255,7 @@ class LanceSearch:
             .nearest_to(np.asarray(vector, dtype=np.float32))
             .column("vector")
             .distance_type("cosine")
-            .select([*COLUMNS, "_distance"])
+            .select(["_distance"])
             .with_row_id()
             .limit(k)
         )
@@ -307,10 +314,31 @@ class LanceSearch:
         builder = (
             self._table.query()
             .nearest_to_text(MatchQuery(query, "content"))  # type: ignore[call-arg]
-            .select([*COLUMNS, "_score"])
+            .select(["_score"])
             .with_row_id()
             .limit(k)
         )
         if where:
             builder = builder.where(where)
-        return scored(await builder.to_arrow(), "_score", distance=False)
+        return await self._deferred(await builder.to_arrow(), "_score", distance=False)
+
+    async def _deferred(
+        self, table: pa.Table, score_column: str, *, distance: bool
+    ) -> list[ScoredMemory]:
+        """The candidates of an answer of row ids and scores, in answer order.
+
+        ``distance``: ``score_column`` holds cosine distance, turned into
+        similarity (``1 - distance``); else it is used as it is (BM25). Each
+        candidate carries its row's key (:class:`RowCache`) and its memory
+        is read only when asked for; a row gone since the search is left out.
+        """
+        refs = [int(r) for r in table.column("_rowid").to_pylist()]
+        scores = table.column(score_column).to_pylist()
+        keys = await self._rows.keys(refs)
+        return [
+            ScoredMemory.deferred(
+                key, 1.0 - float(score) if distance else float(score), ref, self._rows
+            )
+            for ref, score, key in zip(refs, scores, keys, strict=True)
+            if key is not None
+        ]

@@ -13,9 +13,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Coroutine, Iterator
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any
 
 import lancedb
@@ -28,6 +28,7 @@ from tribal_memory.store.base import StoreCopy
 from tribal_memory.store.event_loop import EventLoop, public_message
 from tribal_memory.store.lance_index import AnnIndex, ann_state, has_index
 from tribal_memory.store.lance_rows import TABLE
+from tribal_memory.store.lance_versions import NO_CLEANUP, pin_name, prune_versions
 from tribal_memory.store.recent import RecentRows
 
 HEALTH_CHECK_WRITES = 50
@@ -48,7 +49,8 @@ class OptimizePolicy:
             unless ``interval_s`` passed since the last one.
         interval_s: Seconds after the last run past which ``every_rows``
             written rows suffice.
-        keep_versions_s: Table versions older than this (seconds) are removed.
+        keep_versions_s: Seconds a superseded table version stays on disk
+            (:func:`~.lance_versions.prune_versions`).
         small_fragments: Small fragments at which the automatic run is due
             whatever the row count.
     """
@@ -73,6 +75,10 @@ class Upkeep:
         rewrite_lock: The store's lock of updates and deletes, which
             ``optimize()`` holds throughout (a compaction must not race a rewrite).
         policy: When the automatic ``optimize()`` runs.
+        maintenance_lock: Taken by ``optimize()`` before anything else, so
+            processes sharing the table optimise it one at a time (two at once
+            make LanceDB reject one's commits, their work wasted); None: no
+            lock beyond this process's.
     """
 
     def __init__(
@@ -85,8 +91,10 @@ class Upkeep:
         write_lock: threading.Lock,
         rewrite_lock: threading.Lock,
         policy: OptimizePolicy,
+        maintenance_lock: AbstractContextManager[object] | None = None,
     ) -> None:
         self._table = table
+        self._shared_lock = maintenance_lock or nullcontext()
         self._loop = loop
         self._ann = ann
         self._recent = recent
@@ -101,6 +109,8 @@ class Upkeep:
         self._maintenance_lock = threading.Lock()
         self._timer: threading.Timer | None = None
         """A pending re-check of the automatic optimize (see :meth:`after_write`)."""
+        self._prune_timer: threading.Timer | None = None
+        """A pending removal of the versions the last ``optimize()`` superseded."""
 
     def note_rows(self, rows: int) -> None:
         """Count ``rows`` rows written, updated or deleted; call it under the write lock."""
@@ -145,9 +155,11 @@ class Upkeep:
     def close(self) -> None:
         """Cancel a pending check and wait for a running automatic ``optimize()`` to finish."""
         with self._maintenance_lock:
-            timer, self._timer = self._timer, None
-        if timer is not None:
-            timer.cancel()
+            timers = [self._timer, self._prune_timer]
+            self._timer = self._prune_timer = None
+        for timer in timers:
+            if timer is not None:
+                timer.cancel()
         self.wait()
 
     def optimize(self) -> None:
@@ -163,17 +175,64 @@ class Upkeep:
         is atomic, and the files of an unfinished step are removed by a later
         ``optimize()``.
 
+        Another process sharing the table (a replica) optimises it only after
+        this one is done, and this one first reads the table's newest version,
+        so neither rewrites files the other just replaced; waiting for it
+        holds up no update or delete here.
+
         Raises:
-            StoreUnavailable: a step failed (the steps before it stay done).
+            StoreUnavailable: a step failed (the steps before it stay done), or
+                another process held the maintenance lock too long.
         """
-        with self._rewrite_lock:
+        self._folding(self._optimize)
+        self._prune_later()
+
+    def _folding(self, step: Callable[[], Coroutine[Any, Any, bool]]) -> None:
+        """Run ``step`` under the rewrite lock; note what it folded in when it returns True.
+
+        True means it ran LanceDB's ``optimize()``: every row written before
+        it started is in the indexes once it returns, so those rows leave the
+        count of unindexed rows and :class:`RecentRows`.
+        """
+        with self._shared_lock, self._rewrite_lock:
             with self._write_lock:
                 written, folded = self._rows_since_optimize, self._recent.ids()
-            self._loop.run("optimize", self._optimize())
+            if not self._loop.run("optimize", step()):
+                return
             with self._write_lock:
                 self._rows_since_optimize = max(0, self._rows_since_optimize - written)
                 self._recent.drop(folded)
                 self._optimized_at = time.monotonic()
+
+    def prune(self) -> None:
+        """Remove the table versions superseded more than ``keep_versions_s`` ago, now; blocks.
+
+        :meth:`optimize` does it too, and once more ``keep_versions_s`` after
+        it ran, so that a store that falls quiet does not keep the versions
+        its last ``optimize()`` superseded (see :mod:`.lance_versions`).
+
+        Raises:
+            StoreUnavailable: the table cannot be read or cleaned.
+        """
+        # LanceDB's cleanup runs inside its optimize(), which folds in rows written meanwhile.
+        self._folding(lambda: prune_versions(self._table, self._policy.keep_versions_s))
+
+    def _prune_later(self) -> None:
+        """Run :meth:`prune` once ``keep_versions_s`` (and a second) have passed."""
+        with self._maintenance_lock:
+            if self._prune_timer is not None:
+                self._prune_timer.cancel()
+            timer = threading.Timer(self._policy.keep_versions_s + 1.0, self._background_prune)
+            timer.daemon = True
+            self._prune_timer = timer
+            timer.start()
+
+    def _background_prune(self) -> None:
+        """The prune timer's body; a failure is logged (the next ``optimize()`` retries)."""
+        try:
+            self.prune()
+        except StoreUnavailable as exc:
+            logger.warning("removing old table versions failed: %s", exc.detail)
 
     def index_state(self) -> dict[str, bool]:
         """``{"fts": bool, "ann": bool}``: whether the BM25 and the IVF vector index exist.
@@ -298,10 +357,14 @@ class Upkeep:
             return
         logger.info("store maintenance finished in %.2f s", time.perf_counter() - started)
 
-    async def _optimize(self) -> None:
+    async def _optimize(self) -> bool:
+        await self._table.checkout_latest()  # type: ignore[no-untyped-call]
         await self._ann.refit(self._table, self._policy.ann_index_min_rows)
-        keep = timedelta(seconds=self._policy.keep_versions_s)
-        await self._table.optimize(cleanup_older_than=keep)
+        # Compaction and index steps first, removing nothing: LanceDB's own age rule
+        # would remove a version superseded a moment ago by this very compaction.
+        await self._table.optimize(cleanup_older_than=NO_CLEANUP)
+        await prune_versions(self._table, self._policy.keep_versions_s)
+        return True
 
 
 def copy_table(source_uri: str, target_uri: str) -> StoreCopy:
@@ -309,7 +372,9 @@ def copy_table(source_uri: str, target_uri: str) -> StoreCopy:
 
     A handle of its own reads the newest version (every acknowledged write
     is in it: LanceDB commits a version before ``add`` returns) and pins it,
-    so later writes do not reach the copy; the rows go in batches of
+    so later writes do not reach the copy and no ``optimize()`` removes its
+    files before the copy is done (a tag, :func:`~.lance_versions.pin_name`,
+    deleted afterwards; one left by a crash goes after a day); the rows go in batches of
     ``COPY_BATCH_ROWS`` into a table of the same schema and model metadata
     at ``target_uri``, whose full-text index is then built (the scalar
     indexes are built when the copy is first opened).
@@ -329,6 +394,15 @@ def copy_table(source_uri: str, target_uri: str) -> StoreCopy:
 def _copy_table(source_uri: str, target_uri: str) -> StoreCopy:
     table = lancedb.connect(source_uri).open_table(TABLE)
     version = int(table.version)
+    pin = pin_name()
+    table.tags.create(pin, version)  # no optimize() removes the version while it is copied
+    try:
+        return _copy_version(table, version, target_uri)
+    finally:
+        table.tags.delete(pin)
+
+
+def _copy_version(table: Any, version: int, target_uri: str) -> StoreCopy:
     table.checkout(version)  # later writes by the server do not reach this handle
     schema = table.schema
     reader = table.search().select(list(schema.names)).limit(None).to_batches(COPY_BATCH_ROWS)

@@ -9,7 +9,7 @@ indexes on ``memory_id`` (BTREE), ``owner`` and ``kind`` (BITMAP) serve lookups
 by id, owner prefilters and the summary exclusion of every search. Rows
 written after an index was built are searched unindexed until
 :meth:`LanceMemoryStore.optimize` folds them in, which also compacts files and
-removes table versions older than ``keep_versions_s``.
+removes table versions superseded more than ``keep_versions_s`` ago.
 
 All calls use LanceDB's async API on one background event loop, so a BM25
 query can run while the caller embeds the query text.
@@ -26,6 +26,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future
+from contextlib import AbstractContextManager
+from pathlib import Path
 from typing import Literal
 
 import numpy as np
@@ -37,9 +39,12 @@ from tribal_memory.base.models import Memory, SearchFilters
 from tribal_memory.embeddings.base import Vector
 from tribal_memory.store.base import MemoryStore, RowRef, ScoredMemory, StoreCopy
 from tribal_memory.store.event_loop import next_batch, shared_event_loop, translated
+from tribal_memory.store.lance_footprint import TableFootprint, table_footprint
 from tribal_memory.store.lance_index import AnnIndex
+from tribal_memory.store.lance_rowcache import RowCounts
 from tribal_memory.store.lance_rows import (
     COLUMNS,
+    TABLE,
     filter_sql,
     in_list,
     quote,
@@ -50,6 +55,7 @@ from tribal_memory.store.lance_rows import (
 from tribal_memory.store.lance_search import LanceSearch
 from tribal_memory.store.lance_table import open_table, recorded_model
 from tribal_memory.store.lance_upkeep import OptimizePolicy, Upkeep, copy_table
+from tribal_memory.store.lance_versions import pin_version
 from tribal_memory.store.recent import RecentRows
 
 
@@ -78,7 +84,9 @@ class LanceMemoryStore(MemoryStore):
             ``optimize_every_rows`` written rows suffice (a store that grows
             slowly gets its rows indexed within this time; a bulk load runs
             at most one ``optimize()`` per interval beyond the growth rule).
-        keep_versions_s: Table versions older than this are removed by ``optimize()``.
+        keep_versions_s: Seconds a superseded table version stays readable
+            before ``optimize()`` removes it (:mod:`.lance_versions`): above
+            every reader's ``read_consistency_s`` plus its longest search.
         optimize_small_fragments: Small fragments (each small write, update or
             delete leaves one) at which the automatic ``optimize()`` runs
             whatever the row count; checked every
@@ -87,6 +95,9 @@ class LanceMemoryStore(MemoryStore):
             and a quarter of it for table metadata. The cache keeps replaced
             index versions until evicted, so without a bound a long-running
             server's memory grows with every ``optimize()``.
+        maintenance_lock: Held by every ``optimize()`` (taken first): with a
+            lock shared by the processes using one table (the core passes a
+            PostgreSQL advisory lock), they optimise it one at a time.
 
     Raises:
         EmbeddingModelMismatch: the table was created with another model or dimension.
@@ -105,9 +116,10 @@ class LanceMemoryStore(MemoryStore):
         optimize_every_rows: int = 2_000,
         optimize_growth: float = 0.1,
         optimize_interval_s: float = 60.0,
-        keep_versions_s: int = 300,
+        keep_versions_s: int = 5,
         optimize_small_fragments: int = 32,
         index_cache_mb: int = 1024,
+        maintenance_lock: AbstractContextManager[object] | None = None,
     ) -> None:
         self.model_id = model_id
         self.dim = dim
@@ -119,6 +131,7 @@ class LanceMemoryStore(MemoryStore):
         same fragment must not race (appends never conflict with a compaction)."""
         self._ann = AnnIndex()
         self._recent = RecentRows()
+        self._counts = RowCounts(read_consistency_s)
         self._loop = shared_event_loop()
         self._table, indices = open_table(
             self._loop,
@@ -148,14 +161,16 @@ class LanceMemoryStore(MemoryStore):
             write_lock=self._write_lock,
             rewrite_lock=self._rewrite_lock,
             policy=policy,
+            maintenance_lock=maintenance_lock,
         )
 
     @classmethod
-    def open_existing(cls, uri: str) -> LanceMemoryStore | None:
+    def open_existing(cls, uri: str, *, keep_versions_s: int = 5) -> LanceMemoryStore | None:
         """The store at ``uri`` with the model its table records; None when it has no table.
 
         For tools that need no embedding model (backup). No table is created
         when there is none (LanceDB's connect makes a missing local directory).
+        ``keep_versions_s`` is the constructor's.
 
         Raises:
             StoreUnavailable: the location cannot be read.
@@ -164,7 +179,7 @@ class LanceMemoryStore(MemoryStore):
         if found is None:
             return None
         model_id, dim = found
-        return cls(uri, model_id, dim)
+        return cls(uri, model_id, dim, keep_versions_s=keep_versions_s)
 
     def refresh(self) -> None:
         """Read the newest table version from now on (other processes' writes included).
@@ -177,6 +192,7 @@ class LanceMemoryStore(MemoryStore):
             StoreUnavailable: the table cannot be read.
         """
         self._loop.run("refresh", self._table.checkout_latest())  # type: ignore[no-untyped-call]
+        self._counts.clear()
 
     # -- writes ---------------------------------------------------------------
 
@@ -191,6 +207,7 @@ class LanceMemoryStore(MemoryStore):
         rows = [to_row(m, v) for m, v in zip(memories, vectors, strict=True)]
         with self._write_lock:
             self._loop.run("write", self._table.add(rows))
+            self._wrote()
             self._upkeep.note_rows(len(rows))
             for memory, vector in zip(memories, vectors, strict=True):
                 self._recent.put(memory.memory_id, memory.owner, vector)
@@ -200,6 +217,7 @@ class LanceMemoryStore(MemoryStore):
         """See :meth:`MemoryStore.replace`."""
         with self._rewrite_lock, self._write_lock:
             written = self._loop.run("update", self._replace(memory, vector))
+            self._wrote()
             self._upkeep.note_rows(1)
             self._recent.put(memory.memory_id, memory.owner, written)
         self._upkeep.after_write()
@@ -221,6 +239,7 @@ class LanceMemoryStore(MemoryStore):
         """See :meth:`MemoryStore.rekey`."""
         with self._rewrite_lock, self._write_lock:
             self._loop.run("update", self._rekey(old_id, memory, vector))
+            self._wrote()
             self._upkeep.note_rows(2)
             self._recent.drop([old_id])
             self._recent.put(memory.memory_id, memory.owner, vector)
@@ -247,6 +266,7 @@ class LanceMemoryStore(MemoryStore):
             existing = int(self._loop.run("delete", self._table.count_rows(where)))
             if existing:
                 self._loop.run("delete", self._table.delete(where))
+                self._wrote()
                 self._upkeep.note_rows(existing)
             self._recent.drop(memory_ids)
         if existing:
@@ -296,13 +316,30 @@ class LanceMemoryStore(MemoryStore):
         return [str(value) for value in table.column("memory_id").to_pylist()]
 
     def start_count(self, filters: SearchFilters | None = None) -> Future[int]:
-        """See :meth:`MemoryStore.start_count`: runs on the store's event loop."""
+        """See :meth:`MemoryStore.start_count`: runs on the store's event loop.
+
+        A count is kept until this handle writes or the read consistency
+        interval passes (:class:`RowCounts`), so searches do not count the
+        same filter again and again.
+        """
         where = filter_sql(filters) if filters is not None else None
+        kept = self._counts.get(where)
+        if kept is not None:
+            done: Future[int] = Future()
+            done.set_result(kept)
+            return done
+        generation = self._counts.generation()
 
         async def count() -> int:
-            return int(await self._table.count_rows(where))
+            found = int(await self._table.count_rows(where))
+            self._counts.put(where, found, generation)
+            return found
 
         return self._loop.submit(translated("count", count()))
+
+    def _wrote(self) -> None:
+        """Forget what searches kept of the table's rows (called under the write lock)."""
+        self._counts.clear()
 
     def scan(
         self, filters: SearchFilters | None = None, *, batch_size: int = 512
@@ -314,13 +351,24 @@ class LanceMemoryStore(MemoryStore):
         query = self._table.query().select([*COLUMNS, "vector"])
         if where:
             query = query.where(where)
-        reader = self._loop.run("scan", query.to_batches(max_batch_length=batch_size))
-        while (batch := self._loop.run("scan", next_batch(reader))) is not None:
-            if not batch.num_rows:
-                continue
-            vectors = vectors_of(batch)
-            memories = [to_memory(row) for row in batch.select(list(COLUMNS)).to_pylist()]
-            yield memories, vectors
+        # A scan of more than one batch (an export) pins its version once a second
+        # batch is read: optimize() removes versions superseded keep_versions_s ago.
+        version = int(self._loop.run("scan", self._table.version()))
+        pin: str | None = None
+        try:
+            reader = self._loop.run("scan", query.to_batches(max_batch_length=batch_size))
+            batch = self._loop.run("scan", next_batch(reader))
+            while batch is not None:
+                following = self._loop.run("scan", next_batch(reader))
+                if following is not None and pin is None:
+                    pin = self._loop.run("scan", pin_version(self._table, version))
+                if batch.num_rows:
+                    memories = [to_memory(row) for row in batch.select(list(COLUMNS)).to_pylist()]
+                    yield memories, vectors_of(batch)
+                batch = following
+        finally:
+            if pin is not None:
+                self._loop.run("scan", self._table.tags.delete(pin))
 
     def memory_ids(self) -> list[str]:
         """Every row's ``memory_id``, repeats kept: :meth:`ids_of` with no filter (or raises)."""
@@ -411,6 +459,20 @@ class LanceMemoryStore(MemoryStore):
         """See :meth:`MemoryStore.health` and :meth:`Upkeep.health`."""
         return self._upkeep.health()
 
+    def footprint(self) -> TableFootprint | None:
+        """Bytes on disk by what they hold (:func:`~.lance_footprint.table_footprint`).
+
+        None when the table is not in a local directory (object storage).
+
+        Raises:
+            StoreUnavailable: the table cannot be read.
+        """
+        table_dir = Path(self._uri) / f"{TABLE}.lance"
+        if "://" in self._uri or not table_dir.is_dir():
+            return None
+        rows = int(self._loop.run("count", self._table.count_rows()))
+        return table_footprint(table_dir, rows, self.dim)
+
     def copy_to(self, target: str) -> StoreCopy:
         """See :meth:`MemoryStore.copy_to`: the current version, row by row (:func:`copy_table`)."""
         return copy_table(self._uri, target)
@@ -430,3 +492,7 @@ class LanceMemoryStore(MemoryStore):
     def optimize(self) -> None:
         """See :meth:`MemoryStore.optimize`; also (re)builds the IVF index (see :class:`Upkeep`)."""
         self._upkeep.optimize()
+
+    def prune_versions(self) -> None:
+        """Remove versions superseded over ``keep_versions_s`` ago (:meth:`Upkeep.prune`)."""
+        self._upkeep.prune()

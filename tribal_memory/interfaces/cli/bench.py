@@ -296,6 +296,7 @@ _PERF_COLUMNS = (
     ("after_feedback_learned_p50_ms", "fed learned p50"),
     ("after_feedback_interleaved_p50_ms", "after each feedback p50"),
     ("query_embed_p50_ms", "embed ms"),
+    ("cpu_ms_per_search", "CPU ms/search"),
     ("baseline_search_p50_ms", "plain p50"),
     ("capture_per_s", "capture/s"),
     ("embed_per_s", "embed/s"),
@@ -341,6 +342,14 @@ def bench_perf(
         ),
     ] = 2048,
     clients: Annotated[int, typer.Option(min=0, help="Concurrent locust clients (0: skip).")] = 16,
+    concurrent_size: Annotated[
+        int | None,
+        typer.Option(
+            "--concurrent-size",
+            help="The store size (one of --sizes) the concurrent clients run at "
+            "(default: the largest).",
+        ),
+    ] = None,
     locust_s: Annotated[
         int, typer.Option("--locust-s", min=1, help="Seconds of the locust run.")
     ] = 20,
@@ -362,6 +371,15 @@ def bench_perf(
             "write pyinstrument's report here.",
         ),
     ] = None,
+    store_uri: Annotated[
+        str | None,
+        typer.Option(
+            "--store-uri",
+            help="Put each size's LanceDB store under this URI (e.g. s3://bucket/perf, "
+            "reached with the AWS_* environment LanceDB reads) instead of the temp data "
+            "dir; the stores are left there.",
+        ),
+    ] = None,
 ) -> Output:
     """Speed and memory of a real server process: search, cache hit, capture, RSS, load."""
     from tribal_memory.bench.perf import run_perf_bench
@@ -374,10 +392,12 @@ def bench_perf(
         warmup=warmup,
         capture_n=capture_n,
         clients=clients,
+        concurrent_size=concurrent_size,
         locust_s=locust_s,
         feedback_searches=feedback_searches,
         seed=seed,
         profile=profile,
+        store_uri=store_uri,
         command=" ".join(["tribal-memory", *sys.argv[1:]]),
         log=None if run.json else run.err.print,
     )
@@ -405,9 +425,18 @@ def _perf_text(report: dict[str, Any]) -> list[RenderableType]:
     concurrent = report.get("concurrent")
     if concurrent:
         text.append(
-            f"{concurrent['clients']} clients: {concurrent['rps']} requests/s, "
-            f"p99 {concurrent['p99_ms']} ms, {concurrent['errors']} errors"
+            f"{concurrent['clients']} clients @{concurrent['memories']}: "
+            f"{concurrent['rps']} requests/s ({concurrent.get('vs_sequential')}x one "
+            f"sequential client's {concurrent.get('sequential_rps')}), p50 "
+            f"{concurrent['p50_ms']} ms, p99 {concurrent['p99_ms']} ms, "
+            f"{concurrent['errors']} errors"
         )
+        mixed = concurrent.get("mixed")
+        if mixed:
+            text.append(
+                f"mixed load (80% search, 10% capture, 10% feedback): {mixed['rps']} "
+                f"requests/s, p99 {mixed['p99_ms']} ms, {mixed['errors']} errors"
+            )
     return [*text, *_target_lines(report)]
 
 
