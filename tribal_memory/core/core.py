@@ -114,7 +114,7 @@ class Core:
                     optimize_every_rows=settings.optimize_every_rows,
                     optimize_growth=settings.optimize_growth,
                     optimize_interval_s=settings.optimize_interval_s,
-                    keep_versions_s=settings.keep_versions_s,
+                    keep_versions_s=settings.version_keep_s,
                     optimize_small_fragments=settings.optimize_small_fragments,
                     index_cache_mb=settings.index_cache_mb,
                     # Replicas on one PostgreSQL optimise the shared table one at a time.
