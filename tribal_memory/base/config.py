@@ -191,9 +191,9 @@ class Settings(BaseSettings):
     keep_versions_s: int | None = Field(default=None, ge=0)
     """Seconds a superseded LanceDB table version stays on disk before ``optimize()`` removes
     it; keep it above every replica's ``read_consistency_s`` plus the longest search (backups
-    and exports pin the version they read, whatever this is). Unset: 5 for a store one server
-    owns, 300 for one that replicas share (``database_url`` set or a remote ``lancedb_uri``),
-    where another process may still read a version this one superseded."""
+    and exports pin the version they read, whatever this is). Unset: 300 for a store one
+    server owns (5 s lost reads in tests) and for one that replicas share (``database_url``
+    set or a remote ``lancedb_uri``)."""
     malloc_arena_max: int = Field(default=2, ge=0)
     """glibc malloc arenas of the server process (0: glibc's default, 8 per core)."""
     index_cache_mb: int = Field(default=1024, ge=16)
@@ -383,8 +383,9 @@ class Settings(BaseSettings):
         return self.database_url is None or self.lancedb_uri == str(self.data_dir / "lancedb")
 
 
-KEEP_VERSIONS_S = 5
-"""Default ``keep_versions_s`` of a store one server owns."""
+KEEP_VERSIONS_S = 300
+"""Default ``keep_versions_s`` of a store one server owns: with 5 s, a clean-clone test run saw
+a read fail on a manifest already removed (a table handle still on a superseded version)."""
 SHARED_KEEP_VERSIONS_S = 300
 """Default ``keep_versions_s`` of a store replicas share: the object-store replica test lost
 reads (a pruned manifest) with 5 s."""
