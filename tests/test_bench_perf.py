@@ -42,7 +42,6 @@ SIZE_KEYS = (
     "after_feedback_fragments",
     "data_dir_mb",
     "data_dir_end_mb",
-    "data_dir_optimized_mb",
     "data_dir_peak_mb",
     "bytes_per_memory",
     "memories_stored",

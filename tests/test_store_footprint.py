@@ -13,7 +13,6 @@ from pathlib import Path
 import lancedb
 import numpy as np
 
-from tribal_memory.base.config import Settings
 from tribal_memory.base.models import Memory, SearchFilters
 from tribal_memory.store.lance_footprint import index_kind, table_footprint
 from tribal_memory.store.lance_versions import cleanup_age, pin_name, stale_pins
@@ -183,11 +182,3 @@ def test_footprint_of_a_table_without_index_or_rows(tmp_path: Path) -> None:
     )
     store.close()
 
-
-def test_a_store_replicas_share_keeps_superseded_versions_longer(tmp_path: Path) -> None:
-    """Another replica may still read a version this one superseded: 300 s unless set."""
-    assert Settings(data_dir=tmp_path).version_keep_s == 300
-    shared = Settings(data_dir=tmp_path, lancedb_uri="s3://bucket/lancedb")
-    assert shared.version_keep_s == 300
-    chosen = Settings(data_dir=tmp_path, lancedb_uri="s3://bucket/lancedb", keep_versions_s=7)
-    assert chosen.version_keep_s == 7

@@ -188,12 +188,11 @@ class Settings(BaseSettings):
     optimize_small_fragments: int = Field(default=32, ge=1)
     """Small table fragments (left by small writes, updates and deletes) at which the
     automatic ``optimize()`` runs whatever the row count."""
-    keep_versions_s: int | None = Field(default=None, ge=0)
+    keep_versions_s: int = Field(default=300, ge=0)
     """Seconds a superseded LanceDB table version stays on disk before ``optimize()`` removes
     it; keep it above every replica's ``read_consistency_s`` plus the longest search (backups
-    and exports pin the version they read, whatever this is). Unset: 300 for a store one
-    server owns (5 s lost reads in tests) and for one that replicas share (``database_url``
-    set or a remote ``lancedb_uri``)."""
+    and exports pin the version they read, whatever this is). 5 s lost reads in the test
+    suite (a handle still on a superseded version read a manifest already removed)."""
     malloc_arena_max: int = Field(default=2, ge=0)
     """glibc malloc arenas of the server process (0: glibc's default, 8 per core)."""
     index_cache_mb: int = Field(default=1024, ge=16)
@@ -370,25 +369,10 @@ class Settings(BaseSettings):
         return self.data_dir / "tribal.sqlite3"
 
     @property
-    def version_keep_s(self) -> int:
-        """``keep_versions_s``, or its default for this store (see there)."""
-        if self.keep_versions_s is not None:
-            return self.keep_versions_s
-        shared = self.database_url is not None or "://" in self.lancedb_uri
-        return SHARED_KEEP_VERSIONS_S if shared else KEEP_VERSIONS_S
-
-    @property
     def uses_data_dir(self) -> bool:
         """Whether ``data_dir`` holds any store: the SQLite file, or the LanceDB directory."""
         return self.database_url is None or self.lancedb_uri == str(self.data_dir / "lancedb")
 
-
-KEEP_VERSIONS_S = 300
-"""Default ``keep_versions_s`` of a store one server owns: with 5 s, a clean-clone test run saw
-a read fail on a manifest already removed (a table handle still on a superseded version)."""
-SHARED_KEEP_VERSIONS_S = 300
-"""Default ``keep_versions_s`` of a store replicas share: the object-store replica test lost
-reads (a pruned manifest) with 5 s."""
 
 DEFAULT_URL = "http://127.0.0.1:18960"
 """Where ``tribal-memory serve`` listens by default (``TRIBAL_HOST``, ``TRIBAL_PORT``)."""

@@ -107,7 +107,9 @@ def _settings_report(options: dict[str, Any], model_id: str) -> dict[str, Any]:
     }
 
 
-def _target(name: str, value: float | None, limit: float, *, at_most: bool) -> dict[str, Any]:
+def _target(
+    name: str, value: float | None, limit: float, *, at_most: bool = True
+) -> dict[str, Any]:
     """A target row: ``value`` against ``limit`` (at most, or at least), ``met`` a bool."""
     met = value is not None and (value <= limit if at_most else value >= limit)
     sign = "<=" if at_most else ">="
@@ -152,20 +154,25 @@ def targets(report: dict[str, Any]) -> list[dict[str, Any]]:
 def throughput_targets(report: dict[str, Any]) -> list[dict[str, Any]]:
     """Issue 30's throughput and latency targets against the measured figures (``met``: bool)."""
     rows: list[dict[str, Any]] = []
-
-    def add(name: str, value: float | None, limit: float, at_most: bool = True) -> None:
-        rows.append(_target(name, value, limit, at_most=at_most))
-
     for size, figures in report["sizes"].items():
         if int(size) <= 10_000:
-            add(f"search p50 ms @{size} (issue 30)", figures["search_p50_ms"], 10)
-        add(f"cache hit p50 ms @{size} (issue 30)", figures["cache_hit_p50_ms"], 1.5)
+            rows.append(_target(f"search p50 ms @{size} (issue 30)", figures["search_p50_ms"], 10))
+        rows.append(
+            _target(f"cache hit p50 ms @{size} (issue 30)", figures["cache_hit_p50_ms"], 1.5)
+        )
     concurrent = report.get("concurrent")
     if concurrent and "vs_sequential" in concurrent:
         at = concurrent["memories"]
-        add(f"concurrent / sequential rps @{at}", concurrent["vs_sequential"], 1.7, at_most=False)
-        add(f"concurrent p99 ms @{at}", concurrent["p99_ms"], 250)
-        add(f"mixed load errors @{at}", concurrent["mixed"]["errors"], 0)
+        rows += [
+            _target(
+                f"concurrent / sequential rps @{at}",
+                concurrent["vs_sequential"],
+                1.7,
+                at_most=False,
+            ),
+            _target(f"concurrent p99 ms @{at}", concurrent["p99_ms"], 250),
+            _target(f"mixed load errors @{at}", concurrent["mixed"]["errors"], 0),
+        ]
     return rows
 
 

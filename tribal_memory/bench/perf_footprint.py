@@ -10,7 +10,6 @@ and the SQLite database). Sizes in MiB (``_mb``) or bytes; lower is smaller.
 from __future__ import annotations
 
 import threading
-import time
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -73,19 +72,17 @@ class PeakSampler:
 def footprint_figures(data_dir: Path) -> dict[str, Any]:
     """The data dir's size after a run, before and after one ``optimize()``, per memory by part.
 
-    Opens the stopped server's store with the default settings, runs
-    ``optimize()`` once, and once ``keep_versions_s`` passed removes the
-    versions it superseded, as a server does on its own a second after that
-    window (:meth:`~tribal_memory.store.lancedb.LanceMemoryStore.prune_versions`).
+    Opens the stopped server's store and runs ``optimize()`` once with no
+    window for superseded versions (nothing else reads the table), so what
+    it supersedes goes at once: the size a server reaches on its own
+    ``keep_versions_s`` after its last ``optimize()``.
 
     Args:
         data_dir: The server's data dir (LanceDB and SQLite inside).
 
     Returns:
-        ``data_dir_end_mb`` (as the run left it), ``data_dir_optimized_mb``
-        (right after the ``optimize()``, its superseded version still kept),
-        ``data_dir_mb`` (once that version is removed), ``memories_stored``,
-        ``keep_versions_s`` (the window used, ``TRIBAL_KEEP_VERSIONS_S``),
+        ``data_dir_end_mb`` (as the run left it), ``data_dir_mb`` (after
+        the ``optimize()``), ``memories_stored``,
         ``table_versions_end`` and ``table_versions`` (LanceDB versions on
         disk before and after), ``table_fragments`` (after),
         ``data_dir_end_table_mb`` (the table's MiB by part as the run left it),
@@ -100,8 +97,6 @@ def footprint_figures(data_dir: Path) -> dict[str, Any]:
     """
     settings = Settings(data_dir=data_dir)
     end_bytes = dir_bytes(data_dir)
-    # The server has stopped: nothing else reads the table, so what optimize() supersedes
-    # may go at once (a server waits out TRIBAL_KEEP_VERSIONS_S first).
     store = LanceMemoryStore.open_existing(settings.lancedb_uri, keep_versions_s=0)
     if store is None:
         return {"data_dir_end_mb": round(end_bytes / MIB, 1)}
@@ -109,9 +104,6 @@ def footprint_figures(data_dir: Path) -> dict[str, Any]:
         before = store.health()
         at_end = store.footprint()
         store.optimize()
-        optimized_bytes = dir_bytes(data_dir)
-        time.sleep(1.0)
-        store.prune_versions()
         after = store.health()
         table = store.footprint()
         rows = int(store.start_count().result())
@@ -130,10 +122,8 @@ def footprint_figures(data_dir: Path) -> dict[str, Any]:
     per = max(1, rows)
     return {
         "data_dir_end_mb": round(end_bytes / MIB, 1),
-        "data_dir_optimized_mb": round(optimized_bytes / MIB, 1),
         "data_dir_mb": round(total / MIB, 1),
         "memories_stored": rows,
-        "keep_versions_s": 0,
         "table_versions_end": before["versions"],
         "table_versions": after["versions"],
         "table_fragments": after["fragments"],

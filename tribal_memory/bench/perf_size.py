@@ -43,6 +43,7 @@ from tribal_memory.bench.perf_http import (
 )
 from tribal_memory.bench.perf_server import ServerProcess
 from tribal_memory.embeddings.base import Embedder, Vector
+from tribal_memory.store.lance_footprint import dir_bytes
 
 
 @dataclass(frozen=True)
@@ -150,9 +151,7 @@ def measure_size(
     )
     if options.get("store_uri"):
         # With the store on object storage, only the local part (SQLite) is counted.
-        figures["data_dir_mb"] = round(
-            sum(p.stat().st_size for p in data_dir.rglob("*") if p.is_file()) / 1024**2, 1
-        )
+        figures["data_dir_mb"] = round(dir_bytes(data_dir) / 1024**2, 1)
     else:
         log(f"[{n}] data dir: one optimize(), then its size by part")
         figures.update(footprint_figures(data_dir))

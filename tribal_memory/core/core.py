@@ -104,19 +104,10 @@ class Core:
             # migrates and creates the LanceDB table and its index, the others open them.
             with self.db.lock("startup"):
                 migrate(self.db.engine)
-                self.store: MemoryStore = LanceMemoryStore(
-                    settings.lancedb_uri,
+                self.store: MemoryStore = LanceMemoryStore.from_settings(
+                    settings,
                     self.embedder.model_id,
                     self.embedder.dim,
-                    read_consistency_s=settings.read_consistency_s,
-                    ann_index_min_rows=settings.ann_index_min_rows,
-                    ann_nprobes=settings.ann_nprobes,
-                    optimize_every_rows=settings.optimize_every_rows,
-                    optimize_growth=settings.optimize_growth,
-                    optimize_interval_s=settings.optimize_interval_s,
-                    keep_versions_s=settings.version_keep_s,
-                    optimize_small_fragments=settings.optimize_small_fragments,
-                    index_cache_mb=settings.index_cache_mb,
                     # Replicas on one PostgreSQL optimise the shared table one at a time.
                     maintenance_lock=self.db.lock("optimize"),
                 )

@@ -71,7 +71,7 @@ class Candidate:
         text_rank: int | None = None,
         cosine: float | None = None,
     ) -> None:
-        self._source = memory
+        self._source = memory if isinstance(memory, ScoredMemory) else ScoredMemory(memory, score)
         self.memory_id = memory.memory_id
         self.owner = memory.owner
         self.doc_id = memory.doc_id
@@ -90,14 +90,12 @@ class Candidate:
         Raises:
             NotFound: the memory was deleted since the search.
         """
-        source = self._source
-        return source.memory if isinstance(source, ScoredMemory) else source
+        return self._source.memory
 
     @property
     def loaded(self) -> bool:
         """Whether :attr:`memory` is at hand (no store read needed)."""
-        source = self._source
-        return source.loaded if isinstance(source, ScoredMemory) else True
+        return self._source.loaded
 
     def __repr__(self) -> str:
         return f"Candidate(memory_id={self.memory_id!r}, score={self.score!r})"
@@ -109,7 +107,7 @@ def load_candidates(candidates: Iterable[Candidate]) -> None:
     Raises:
         StoreUnavailable: the read failed.
     """
-    load_memories(c._source for c in candidates if isinstance(c._source, ScoredMemory))
+    load_memories(c._source for c in candidates)
 
 
 def fused_candidates(

@@ -51,9 +51,6 @@ class LanceSearch:
         recent: Rows written since the last ``optimize()`` (shared with the writes).
         write_lock: The store's write lock; :meth:`nearest` reads ``recent`` under it.
         nprobes: IVF partitions searched per vector query once the index exists.
-
-    Attributes:
-        rows: The keys and memories of rows its searches returned (:class:`RowCache`).
     """
 
     def __init__(
@@ -72,7 +69,7 @@ class LanceSearch:
         self._recent = recent
         self._write_lock = write_lock
         self._nprobes = nprobes
-        self._rows = self.rows = RowCache(table, loop)
+        self._rows = RowCache(table, loop)
 
     def start_vector_search(
         self,

@@ -34,6 +34,7 @@ import numpy as np
 import pyarrow.compute as pc
 from lancedb.query import ColumnOrdering
 
+from tribal_memory.base.config import Settings
 from tribal_memory.base.errors import InvalidInput, NotFound
 from tribal_memory.base.models import Memory, SearchFilters
 from tribal_memory.embeddings.base import Vector
@@ -116,7 +117,7 @@ class LanceMemoryStore(MemoryStore):
         optimize_every_rows: int = 2_000,
         optimize_growth: float = 0.1,
         optimize_interval_s: float = 60.0,
-        keep_versions_s: int = 5,
+        keep_versions_s: int = 300,
         optimize_small_fragments: int = 32,
         index_cache_mb: int = 1024,
         maintenance_lock: AbstractContextManager[object] | None = None,
@@ -165,7 +166,44 @@ class LanceMemoryStore(MemoryStore):
         )
 
     @classmethod
-    def open_existing(cls, uri: str, *, keep_versions_s: int = 5) -> LanceMemoryStore | None:
+    def from_settings(
+        cls,
+        settings: Settings,
+        model_id: str,
+        dim: int,
+        *,
+        maintenance_lock: AbstractContextManager[object] | None = None,
+    ) -> LanceMemoryStore:
+        """The store at ``settings.lancedb_uri`` with the upkeep and index settings it names.
+
+        Args:
+            settings: ``lancedb_uri``, ``read_consistency_s``, the ``ann_*``,
+                ``optimize_*``, ``keep_versions_s`` and ``index_cache_mb`` settings.
+            model_id: As in the constructor.
+            dim: As in the constructor.
+            maintenance_lock: As in the constructor.
+
+        Raises:
+            EmbeddingModelMismatch, StoreUnavailable: as the constructor.
+        """
+        return cls(
+            settings.lancedb_uri,
+            model_id,
+            dim,
+            read_consistency_s=settings.read_consistency_s,
+            ann_index_min_rows=settings.ann_index_min_rows,
+            ann_nprobes=settings.ann_nprobes,
+            optimize_every_rows=settings.optimize_every_rows,
+            optimize_growth=settings.optimize_growth,
+            optimize_interval_s=settings.optimize_interval_s,
+            keep_versions_s=settings.keep_versions_s,
+            optimize_small_fragments=settings.optimize_small_fragments,
+            index_cache_mb=settings.index_cache_mb,
+            maintenance_lock=maintenance_lock,
+        )
+
+    @classmethod
+    def open_existing(cls, uri: str, *, keep_versions_s: int = 300) -> LanceMemoryStore | None:
         """The store at ``uri`` with the model its table records; None when it has no table.
 
         For tools that need no embedding model (backup). No table is created
@@ -492,7 +530,3 @@ class LanceMemoryStore(MemoryStore):
     def optimize(self) -> None:
         """See :meth:`MemoryStore.optimize`; also (re)builds the IVF index (see :class:`Upkeep`)."""
         self._upkeep.optimize()
-
-    def prune_versions(self) -> None:
-        """Remove versions superseded over ``keep_versions_s`` ago (:meth:`Upkeep.prune`)."""
-        self._upkeep.prune()
