@@ -6,6 +6,7 @@ Real LanceDB in temp dirs. No size threshold is asserted (sizes belong to
 
 from __future__ import annotations
 
+import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -128,6 +129,45 @@ def test_an_export_scan_survives_a_compaction_that_supersedes_its_version(
     assert store.health()["versions"] == 1
     assert not lancedb.connect(str(uri)).open_table("memories").tags.list()
     store.close()
+
+
+def test_reads_during_pruning_never_fail(tmp_path: Path) -> None:
+    # keep_versions_s=1: every optimize() removes what was superseded a second before,
+    # while other threads read. Listing the versions (stats) raced the removal of a
+    # manifest about once in a hundred reads before it was retried.
+    store = LanceMemoryStore(str(tmp_path / "db"), "m", DIM, keep_versions_s=1)
+    _load(store, 1, 300)
+    errors: list[BaseException] = []
+    done = threading.Event()
+
+    def read(call: object) -> None:
+        while not done.is_set():
+            try:
+                call()  # type: ignore[operator]
+            except Exception as exc:  # noqa: BLE001 - every failure is the finding
+                errors.append(exc)
+
+    query = _unit(1, seed=99)[0]
+    readers = [
+        threading.Thread(target=read, args=(call,))
+        for call in (
+            store.health,
+            lambda: store.vector_search(query, SearchFilters(), 10),
+            lambda: store.get(["m00001", "m00002"]),
+        )
+    ]
+    for thread in readers:
+        thread.start()
+    try:
+        for b in range(1, 60):
+            store.add(_memories(b * 10 + 1000, 10), _unit(10, seed=b))
+            store.optimize()
+    finally:
+        done.set()
+        for thread in readers:
+            thread.join()
+    store.close()
+    assert errors == []
 
 
 def test_a_quiet_store_drops_what_its_last_optimize_superseded(tmp_path: Path) -> None:

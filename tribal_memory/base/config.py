@@ -188,11 +188,10 @@ class Settings(BaseSettings):
     optimize_small_fragments: int = Field(default=32, ge=1)
     """Small table fragments (left by small writes, updates and deletes) at which the
     automatic ``optimize()`` runs whatever the row count."""
-    keep_versions_s: int = Field(default=300, ge=0)
+    keep_versions_s: int = Field(default=10, ge=0)
     """Seconds a superseded LanceDB table version stays on disk before ``optimize()`` removes
     it; keep it above every replica's ``read_consistency_s`` plus the longest search (backups
-    and exports pin the version they read, whatever this is). 5 s lost reads in the test
-    suite (a handle still on a superseded version read a manifest already removed)."""
+    and exports pin the version they read, whatever this is)."""
     malloc_arena_max: int = Field(default=2, ge=0)
     """glibc malloc arenas of the server process (0: glibc's default, 8 per core)."""
     index_cache_mb: int = Field(default=1024, ge=16)

@@ -28,7 +28,12 @@ from tribal_memory.store.base import StoreCopy
 from tribal_memory.store.event_loop import EventLoop, public_message
 from tribal_memory.store.lance_index import AnnIndex, ann_state, has_index
 from tribal_memory.store.lance_rows import TABLE
-from tribal_memory.store.lance_versions import NO_CLEANUP, pin_name, prune_versions
+from tribal_memory.store.lance_versions import (
+    NO_CLEANUP,
+    list_versions,
+    pin_name,
+    prune_versions,
+)
 from tribal_memory.store.recent import RecentRows
 
 HEALTH_CHECK_WRITES = 50
@@ -286,7 +291,7 @@ class Upkeep:
             found = self._loop.run("read", self._table.index_stats(index.name))
             if found is not None:
                 unindexed = max(unindexed, int(found.num_unindexed_rows))
-        versions = len(self._loop.run("read", self._table.list_versions()))  # type: ignore[no-untyped-call]
+        versions = len(self._loop.run("read", list_versions(self._table)))
         return {
             "fragments": int(count),
             "small_fragments": int(small),

@@ -41,6 +41,8 @@ PIN_MARGIN_S = 60.0
 """The margin before a pinned version: a cleanup that reaches one fails in LanceDB."""
 NO_CLEANUP = timedelta(days=365_000)
 """``cleanup_older_than`` that removes nothing (LanceDB's own default is 7 days)."""
+VERSION_LIST_TRIES = 3
+"""Tries of :func:`list_versions` before a failure passes."""
 
 
 def pin_name(now_s: float | None = None) -> str:
@@ -98,6 +100,26 @@ def cleanup_age(
     return timedelta(seconds=now_s - cut)
 
 
+async def list_versions(table: AsyncTable) -> list[dict[str, Any]]:
+    """The table's versions on disk, oldest first (LanceDB's ``list_versions()``).
+
+    LanceDB lists the version manifests and then reads each one, so a cleanup
+    committed between the two (by this process's ``optimize()`` or another
+    replica's) fails the read of a manifest it removed ("Not found"). That
+    is the only read a prune breaks (a stress test with versions removed as
+    soon as they are superseded: searches, reads by id and row counts never
+    failed, this listing did about once in a hundred), so the listing is
+    tried again, up to :data:`VERSION_LIST_TRIES` times, and the last
+    failure passes.
+    """
+    for _ in range(VERSION_LIST_TRIES - 1):
+        try:
+            return await table.list_versions()  # type: ignore[no-any-return,no-untyped-call]
+        except Exception:  # noqa: BLE001, S112 - LanceDB raises OSError/RuntimeError/...
+            continue
+    return await table.list_versions()  # type: ignore[no-any-return,no-untyped-call]
+
+
 async def pin_version(table: AsyncTable, version: int) -> str:
     """Tag ``version`` of ``table`` so no cleanup removes it; returns the tag.
 
@@ -125,7 +147,7 @@ async def prune_versions(table: AsyncTable, keep_s: float) -> bool:
     for tag in stale_pins(list(tags), now):
         await table.tags.delete(tag)
         del tags[tag]
-    versions: list[dict[str, Any]] = await table.list_versions()  # type: ignore[no-untyped-call]
+    versions = await list_versions(table)
     created = {int(v["version"]): v["timestamp"].timestamp() for v in versions}
     pinned = [created[t["version"]] for t in tags.values() if t["version"] in created]
     age = cleanup_age(

@@ -117,7 +117,7 @@ class LanceMemoryStore(MemoryStore):
         optimize_every_rows: int = 2_000,
         optimize_growth: float = 0.1,
         optimize_interval_s: float = 60.0,
-        keep_versions_s: int = 300,
+        keep_versions_s: int = 10,
         optimize_small_fragments: int = 32,
         index_cache_mb: int = 1024,
         maintenance_lock: AbstractContextManager[object] | None = None,
@@ -203,7 +203,7 @@ class LanceMemoryStore(MemoryStore):
         )
 
     @classmethod
-    def open_existing(cls, uri: str, *, keep_versions_s: int = 300) -> LanceMemoryStore | None:
+    def open_existing(cls, uri: str, *, keep_versions_s: int = 10) -> LanceMemoryStore | None:
         """The store at ``uri`` with the model its table records; None when it has no table.
 
         For tools that need no embedding model (backup). No table is created
