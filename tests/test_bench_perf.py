@@ -6,6 +6,7 @@ No timing is asserted: figures on a shared machine say nothing about correctness
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +14,14 @@ import pytest
 from typer.testing import CliRunner
 
 from tribal_memory.bench.perf_baseline import PlainBaseline
-from tribal_memory.bench.perf_corpus import FILTER_OWNER, cached_embeddings, generate, questions
+from tribal_memory.bench.perf_corpus import (
+    FILTER_OWNER,
+    SMALL_OWNER,
+    cached_embeddings,
+    generate,
+    questions,
+)
+from tribal_memory.embeddings.base import Embedder, Vector
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
 from tribal_memory.interfaces.cli import app
 
@@ -28,6 +36,8 @@ SIZE_KEYS = (
     "capture_no_near_duplicates_embed_per_s",
     "ann_recall_at_10",
     "ann_recall_at_10_filtered",
+    "filtered_1pct_p50_ms",
+    "ann_recall_at_10_filtered_1pct",
     "rss_mb",
     "baseline_search_p50_ms",
     "query_embed_p50_ms",
@@ -57,6 +67,7 @@ def test_corpus_is_deterministic_distinct_and_five_percent_per_owner() -> None:
     assert facts != generate(400, seed=4)
     assert len({f.content for f in facts}) == 400
     assert sum(f.owner == FILTER_OWNER for f in facts) == 20  # 5%
+    assert sum(f.owner == SMALL_OWNER for f in facts) == 4  # 1%
     extra = generate(50, seed=4, exclude=frozenset(f.content for f in facts))
     assert not {f.content for f in extra} & {f.content for f in facts}
     owned = questions(facts, 10, seed=3, owner=FILTER_OWNER)
@@ -73,6 +84,30 @@ def test_embedding_cache_is_reused_and_keyed_by_content(
     assert from_cache and np.array_equal(first, again)
     _, from_cache = cached_embeddings(generate(40, seed=2), embedder, tmp_path)
     assert not from_cache
+
+
+class _Counting(Embedder):
+    """The real model, counting the texts it embeds."""
+
+    def __init__(self, model: FastEmbedEmbedder) -> None:
+        self.model, self.model_id, self.dim, self.texts = model, model.model_id, model.dim, 0
+
+    def embed_batch(self, texts: Sequence[str], *, query: bool = False) -> Vector:
+        self.texts += len(texts)
+        return self.model.embed_batch(texts, query=query)
+
+
+def test_a_longer_corpus_embeds_only_the_chunks_not_cached(
+    tmp_path: Path, embedder: FastEmbedEmbedder
+) -> None:
+    facts = generate(50, seed=1)
+    counting = _Counting(embedder)
+    first, _ = cached_embeddings(facts[:30], counting, tmp_path, chunk=10)
+    assert counting.texts == 30
+    longer, from_cache = cached_embeddings(facts, counting, tmp_path, chunk=10)
+    assert not from_cache and counting.texts == 50  # the first three chunks were read
+    assert np.array_equal(longer[:30], first)
+    assert np.allclose(longer, embedder.embed_batch([f.content for f in facts]), atol=1e-5)
 
 
 def test_plain_baseline_finds_the_fact_a_question_was_made_from(

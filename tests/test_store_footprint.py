@@ -221,4 +221,3 @@ def test_footprint_of_a_table_without_index_or_rows(tmp_path: Path) -> None:
         p.stat().st_size for p in (tmp_path / "db").rglob("*") if p.is_file()
     )
     store.close()
-

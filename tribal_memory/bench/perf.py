@@ -155,11 +155,32 @@ def throughput_targets(report: dict[str, Any]) -> list[dict[str, Any]]:
     """Issue 30's throughput and latency targets against the measured figures (``met``: bool)."""
     rows: list[dict[str, Any]] = []
     for size, figures in report["sizes"].items():
-        if int(size) <= 10_000:
+        n = int(size)
+        if n <= 10_000:
             rows.append(_target(f"search p50 ms @{size} (issue 30)", figures["search_p50_ms"], 10))
+            rows.append(
+                _target(
+                    f"search p50 / brute-force baseline @{size} (issue 30)",
+                    figures["search_vs_baseline_p50"],
+                    0.7,
+                )
+            )
+        elif n <= 100_000:
+            rows.append(_target(f"search p50 ms @{size} (issue 30)", figures["search_p50_ms"], 15))
         rows.append(
             _target(f"cache hit p50 ms @{size} (issue 30)", figures["cache_hit_p50_ms"], 1.5)
         )
+        if n <= 100_000:
+            rows.append(
+                _target(
+                    f"capture / raw embedding @{size} (issue 30)",
+                    figures["capture_vs_embed"],
+                    0.9,
+                    at_most=False,
+                )
+            )
+        if n >= 1_000_000:
+            rows += million_targets(size, figures)
     concurrent = report.get("concurrent")
     if concurrent and "vs_sequential" in concurrent:
         at = concurrent["memories"]
@@ -173,6 +194,30 @@ def throughput_targets(report: dict[str, Any]) -> list[dict[str, Any]]:
             _target(f"concurrent p99 ms @{at}", concurrent["p99_ms"], 250),
             _target(f"mixed load errors @{at}", concurrent["mixed"]["errors"], 0),
         ]
+    return rows
+
+
+def million_targets(size: str, figures: dict[str, Any]) -> list[dict[str, Any]]:
+    """Issue 30's targets for one million memories in one store (``met``: bool).
+
+    RSS and disk are MiB in the report; the targets (3 GB, 6 GB) are decimal.
+    """
+    rows = [
+        _target(f"search p50 ms @{size} (issue 30)", figures["search_p50_ms"], 40),
+        _target(f"search p95 ms @{size} (issue 30)", figures["search_p95_ms"], 80),
+        _target(f"1% filtered p50 ms @{size}", figures.get("filtered_1pct_p50_ms"), 40),
+        _target(f"1% filtered p95 ms @{size}", figures.get("filtered_1pct_p95_ms"), 80),
+        _target(f"ANN recall@10 @{size}", figures["ann_recall_at_10"], 0.98, at_most=False),
+        _target(
+            f"ANN recall@10, 1% filtered @{size}",
+            figures.get("ann_recall_at_10_filtered_1pct"),
+            0.98,
+            at_most=False,
+        ),
+        _target(f"server RSS MiB @{size}", figures["rss_peak_mb"], round(3e9 / 2**20, 1)),
+    ]
+    if figures.get("data_dir_mb") is not None:
+        rows.append(_target(f"data dir MiB @{size}", figures["data_dir_mb"], round(6e9 / 2**20, 1)))
     return rows
 
 

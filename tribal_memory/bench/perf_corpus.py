@@ -7,7 +7,8 @@ corpus draws a few thousand made-up project code names from syllables, so
 BM25 sees a long tail of rare terms as in a real team's notes.
 
 Owners are ``agent-00`` ... ``agent-19`` in turn, so each owner (in particular
-:data:`FILTER_OWNER`) holds 5% of the memories.
+:data:`FILTER_OWNER`) holds 5% of the memories, except that every hundredth
+fact of ``agent-01`` goes to :data:`SMALL_OWNER` (1%).
 """
 
 from __future__ import annotations
@@ -27,8 +28,12 @@ N_OWNERS = 20
 """Owners take turns, so each holds ``1 / N_OWNERS`` (5%) of the corpus."""
 FILTER_OWNER = "agent-00"
 """The owner of the filtered searches (5% of the memories)."""
-CORPUS_VERSION = 1
-"""Part of the embedding cache key: bump it when the generator changes."""
+SMALL_OWNER = "agent-20"
+"""The owner of the 1% filtered searches: facts ``i`` with ``i % 100 == 1``."""
+CORPUS_VERSION = 2
+"""Part of the embedding cache key: bump it when the generator or the cache changes."""
+CACHE_CHUNK = 2048
+"""Facts per embedding cache file (:func:`cached_embeddings`)."""
 
 
 def _words(text: str) -> tuple[str, ...]:
@@ -113,7 +118,7 @@ def generate(n: int, seed: int, *, exclude: frozenset[str] = frozenset()) -> lis
 
     Returns:
         ``n`` facts with distinct contents; fact ``i`` belongs to
-        ``agent-{i % 20:02d}``.
+        :data:`SMALL_OWNER` when ``i % 100 == 1``, else to ``agent-{i % 20:02d}``.
     """
     rng = random.Random(seed)
     services = _code_names(rng, max(200, min(5000, n // 20)))
@@ -143,7 +148,8 @@ def generate(n: int, seed: int, *, exclude: frozenset[str] = frozenset()) -> lis
         if content in seen:
             continue
         seen.add(content)
-        owner = f"agent-{len(facts) % N_OWNERS:02d}"
+        i = len(facts)
+        owner = SMALL_OWNER if i % 100 == 1 else f"agent-{i % N_OWNERS:02d}"
         facts.append(Fact(content, owner, question.format(**slots)))
     return facts
 
@@ -162,20 +168,24 @@ def cached_embeddings(
     cache_dir: Path,
     *,
     progress: Callable[[int, int], None] | None = None,
-    chunk: int = 2048,
+    chunk: int = CACHE_CHUNK,
 ) -> tuple[Vector, bool]:
     """The embeddings of ``facts``' contents, from ``cache_dir`` when computed before.
 
-    The cache file (``.npy``) is keyed by the model id, the dimension and a
-    hash of every content, so a changed corpus or model never reads stale
-    vectors.
+    The cache holds one ``.npy`` file per ``chunk`` facts (counted from the
+    first), keyed by the model id, the dimension and a hash of the chunk's
+    contents, so a changed corpus or model never reads stale vectors, a
+    corpus that begins like a cached one reads the chunks they share (the
+    corpus of :func:`generate` is the same list up to its length from
+    100,000 facts on, so 100k and 300k read the chunks of 1M), and a run
+    stopped while embedding keeps the chunks it finished.
 
     Args:
         facts: The corpus.
         embedder: The model (the server's model).
         cache_dir: Directory of the cache files (created when missing).
         progress: Called with (done, total) after each chunk that is embedded.
-        chunk: Texts per call of ``embed_batch`` between progress reports.
+        chunk: Facts per cache file and per call of ``embed_batch``.
 
     Returns:
         ``(vectors, from_cache)``: float32 of shape ``(len(facts), dim)``, rows
@@ -185,26 +195,37 @@ def cached_embeddings(
         StoreUnavailable: the cache directory cannot be written.
         EmbeddingError: the model failed.
     """
-    digest = hashlib.sha256(f"{embedder.model_id}\x1f{embedder.dim}".encode())
-    for fact in facts:
-        digest.update(fact.content.encode())
-        digest.update(b"\x1e")
-    path = cache_dir / f"perf-corpus-v{CORPUS_VERSION}-{len(facts)}-{digest.hexdigest()[:16]}.npy"
-    if path.is_file():
-        cached = np.load(path)
-        if cached.shape == (len(facts), embedder.dim):
-            return cached.astype(np.float32, copy=False), True
-    parts: list[Vector] = []
+    vectors = np.zeros((len(facts), embedder.dim), np.float32)
+    from_cache = True
     for start in range(0, len(facts), chunk):
-        parts.append(embedder.embed_batch([f.content for f in facts[start : start + chunk]]))
+        texts = [f.content for f in facts[start : start + chunk]]
+        path = cache_dir / _chunk_file(embedder, texts)
+        cached = np.load(path) if path.is_file() else None
+        if cached is not None and cached.shape == (len(texts), embedder.dim):
+            vectors[start : start + len(texts)] = cached
+            continue
+        from_cache = False
+        embedded = embedder.embed_batch(texts)
+        vectors[start : start + len(texts)] = embedded
+        _save(path, embedded)
         if progress is not None:
-            progress(min(start + chunk, len(facts)), len(facts))
-    vectors = np.concatenate(parts) if parts else np.zeros((0, embedder.dim), np.float32)
+            progress(start + len(texts), len(facts))
+    return vectors, from_cache
+
+
+def _chunk_file(embedder: Embedder, texts: Sequence[str]) -> str:
+    digest = hashlib.sha256(f"{embedder.model_id}\x1f{embedder.dim}".encode())
+    for text in texts:
+        digest.update(text.encode())
+        digest.update(b"\x1e")
+    return f"perf-corpus-v{CORPUS_VERSION}-{len(texts)}-{digest.hexdigest()[:24]}.npy"
+
+
+def _save(path: Path, vectors: Vector) -> None:
     try:
-        cache_dir.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp.npy")
-        np.save(tmp, vectors)
+        np.save(tmp, vectors.astype(np.float32, copy=False))
         tmp.replace(path)
     except OSError as exc:
-        raise StoreUnavailable(f"cannot write the embedding cache in {cache_dir}: {exc}") from exc
-    return vectors, False
+        raise StoreUnavailable(f"cannot write the embedding cache in {path.parent}: {exc}") from exc

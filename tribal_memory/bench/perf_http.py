@@ -18,7 +18,7 @@ import httpx
 from tribal_memory.base.errors import TribalError
 from tribal_memory.base.models import Memory, memory_id_for
 from tribal_memory.bench.metrics import percentile
-from tribal_memory.bench.perf_corpus import FILTER_OWNER, Fact
+from tribal_memory.bench.perf_corpus import FILTER_OWNER, SMALL_OWNER, Fact
 from tribal_memory.bench.perf_server import ServerProcess
 from tribal_memory.embeddings.base import Embedder, Vector
 from tribal_memory.ops.transfer.records import FORMAT, VERSION, dumps, memory_record
@@ -26,7 +26,23 @@ from tribal_memory.ops.transfer.records import FORMAT, VERSION, dumps, memory_re
 Log = Callable[[str], None]
 
 IMPORT_CHUNK = 2000
-"""Memories per ``POST /v1/import`` request while loading a corpus (about 5 MB)."""
+"""Least memories per ``POST /v1/import`` request while loading a corpus (about 5 MB)."""
+IMPORTS_PER_LOAD = 50
+"""Most imports per corpus load (past 100k memories, each import is larger)."""
+IMPORT_BYTES_PER_MEMORY = 4096
+"""An upper bound of one memory's bytes in an import body (a vector in JSON and a short fact)."""
+
+
+def import_chunk(n: int) -> int:
+    """Memories per import when loading ``n``: 2,000, or ``n / 50`` past 100k.
+
+    Each import ends in an ``optimize()`` that rewrites the table (LanceDB
+    compacts every fragment under a million rows), so loading a million
+    memories 2,000 at a time would rewrite it 500 times.
+    """
+    return max(IMPORT_CHUNK, -(-n // IMPORTS_PER_LOAD))
+
+
 CAPTURE_BATCH = 256
 """Memories per ``POST /v1/memories/batch`` request in the capture measurement."""
 SEARCH_K = 10
@@ -78,8 +94,9 @@ def load_corpus(
     """Import the corpus; returns (seconds, [[memories loaded, server RSS MiB], ...])."""
     curve: list[list[float]] = []
     started = time.perf_counter()
-    for start in range(0, len(facts), IMPORT_CHUNK):
-        end = start + IMPORT_CHUNK
+    chunk = import_chunk(len(facts))
+    for start in range(0, len(facts), chunk):
+        end = start + chunk
         body = import_body(facts[start:end], vectors[start:end], embedder)
         response = client.post(
             "/v1/import", content=body, headers={"content-type": "application/x-ndjson"}
@@ -213,6 +230,7 @@ def search_figures(
     embedder: Embedder,
     asked: Sequence[str],
     asked_owned: Sequence[str],
+    asked_small: Sequence[str],
     *,
     samples: int,
     warmup: int,
@@ -220,7 +238,8 @@ def search_figures(
     """Search latencies over the whole store, filtered to one owner, and from the cache.
 
     Returns:
-        ``search_p50_ms`` / ``_p95_ms``, ``filtered_*``, ``cache_hit_*``
+        ``search_p50_ms`` / ``_p95_ms``, ``filtered_*`` (:data:`FILTER_OWNER`,
+        5% of the store), ``filtered_1pct_*`` (:data:`SMALL_OWNER`, 1%), ``cache_hit_*``
         (``asked[0]`` made cache-eligible first), ``query_embed_p50_ms`` (the
         query embedding alone, in this process: a search's floor) and each
         search figure less that floor (``*_above_embed_ms``).
@@ -234,6 +253,10 @@ def search_figures(
     times = timed(filtered, asked_owned, samples)
     figures["filtered_p50_ms"], figures["filtered_p95_ms"] = p50_p95(times)
     figures["filtered_share"] = 1 / 20
+    small = search_call(client, {"owner": SMALL_OWNER, "include_shared": False})
+    timed(small, asked_small, warmup)
+    times = timed(small, asked_small, samples)
+    figures["filtered_1pct_p50_ms"], figures["filtered_1pct_p95_ms"] = p50_p95(times)
 
     cached_query = asked[0]
     make_cached(client, cached_query)

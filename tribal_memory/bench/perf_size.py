@@ -23,6 +23,7 @@ from tribal_memory.bench.perf_baseline import PlainBaseline
 from tribal_memory.bench.perf_concurrent import concurrent_figures
 from tribal_memory.bench.perf_corpus import (
     FILTER_OWNER,
+    SMALL_OWNER,
     Fact,
     cached_embeddings,
     generate,
@@ -33,9 +34,11 @@ from tribal_memory.bench.perf_feedback import after_feedback
 from tribal_memory.bench.perf_footprint import PeakSampler, footprint_figures, peak_mb
 from tribal_memory.bench.perf_http import (
     CAPTURE_BATCH,
+    IMPORT_BYTES_PER_MEMORY,
     SEARCH_K,
     Log,
     capture_figures,
+    import_chunk,
     load_corpus,
     p50_p95,
     search_figures,
@@ -51,7 +54,7 @@ class _SizeInputs:
     """What one size is measured with.
 
     The corpus and its vectors, the questions (over the whole store and over
-    :data:`FILTER_OWNER`'s memories) and the new facts the capture figures
+    :data:`FILTER_OWNER`'s and :data:`SMALL_OWNER`'s memories) and the new facts the capture figures
     store, in batches of ``capture_batch``.
     """
 
@@ -60,6 +63,7 @@ class _SizeInputs:
     from_cache: bool
     asked: list[str]
     asked_owned: list[str]
+    asked_small: list[str]
     capture_facts: list[Fact]
     capture_batch: int
 
@@ -77,6 +81,7 @@ def _size_inputs(n: int, *, embedder: Embedder, options: dict[str, Any], log: Lo
     )
     asked = questions(facts, max(50, min(samples, 500)), seed)
     asked_owned = questions(facts, max(50, min(samples, 500)), seed, owner=FILTER_OWNER)
+    asked_small = questions(facts, max(50, min(samples, 500)), seed, owner=SMALL_OWNER)
     # Timed capture batches, plus a warm-up batch of each kind (see capture_vs_embed).
     capture_batch = max(1, min(CAPTURE_BATCH, options["capture_n"] // 2))
     capture_facts = generate(
@@ -84,7 +89,9 @@ def _size_inputs(n: int, *, embedder: Embedder, options: dict[str, Any], log: Lo
         seed + 1,
         exclude=frozenset(f.content for f in facts),
     )
-    return _SizeInputs(facts, vectors, from_cache, asked, asked_owned, capture_facts, capture_batch)
+    return _SizeInputs(
+        facts, vectors, from_cache, asked, asked_owned, asked_small, capture_facts, capture_batch
+    )
 
 
 def store_settings(options: dict[str, Any], data_dir: Path) -> Settings:
@@ -133,7 +140,15 @@ def measure_size(
     )
     log(f"[{n}] vector index recall against exact search")
     figures.update(
-        _ann_recall(store_settings(options, data_dir), embedder, inputs.asked, inputs.asked_owned)
+        _ann_recall(
+            store_settings(options, data_dir),
+            embedder,
+            {
+                "": inputs.asked,
+                "_filtered": inputs.asked_owned,
+                "_filtered_1pct": inputs.asked_small,
+            },
+        )
     )
     log(f"[{n}] baseline: numpy cosine + rank-bm25, in-process")
     figures.update(
@@ -188,7 +203,12 @@ def _measure_server(
     data_dir = work_dir / f"data-{n}"
     lancedb_uri = store_settings(options, data_dir).lancedb_uri
     with (
-        ServerProcess(data_dir, work_dir / f"server-{n}.log", lancedb_uri) as server,
+        ServerProcess(
+            data_dir,
+            work_dir / f"server-{n}.log",
+            lancedb_uri,
+            max_request_bytes=import_chunk(n) * IMPORT_BYTES_PER_MEMORY,
+        ) as server,
         httpx.Client(base_url=server.base_url, timeout=600.0) as client,
     ):
         figures["rss_idle_mb"] = server.memory_mb().get("rss_mb")
@@ -203,7 +223,13 @@ def _measure_server(
         log(f"[{n}] searching ({warmup} warm-up + {samples} timed, each kind)")
         figures.update(
             search_figures(
-                client, embedder, inputs.asked, inputs.asked_owned, samples=samples, warmup=warmup
+                client,
+                embedder,
+                inputs.asked,
+                inputs.asked_owned,
+                inputs.asked_small,
+                samples=samples,
+                warmup=warmup,
             )
         )
         if options["feedback_searches"]:
@@ -269,12 +295,15 @@ def _baseline(
 
 
 def _ann_recall(
-    settings: Settings, embedder: Embedder, asked: Sequence[str], asked_owned: Sequence[str]
+    settings: Settings, embedder: Embedder, asked: dict[str, Sequence[str]]
 ) -> dict[str, Any]:
     """recall@10 of the server's vector search against exact search over the same store.
 
-    Opens the stopped server's store (``settings``, defaults otherwise) and
-    compares, per question (at most 100 of each kind), the ids of
+    ``asked`` maps a figure's suffix to its questions: ``""`` over the whole
+    store, ``"_filtered"`` filtered to :data:`FILTER_OWNER`,
+    ``"_filtered_1pct"`` to :data:`SMALL_OWNER`. Opens the stopped server's
+    store (``settings``, defaults otherwise) and compares, per question (at
+    most 100 of each kind), the ids of
     ``vector_search`` with those of ``vector_search(exact=True)``; with no IVF
     index yet both are exact and recall is 1.0.
     """
@@ -289,10 +318,9 @@ def _ann_recall(
         found["ann_index"] = store.index_state()["ann"]
         ann = store.ann_index_stats()
         found["ann_segments"] = ann["segments"] if ann is not None else None
-        for name, queries, filters in (
-            ("ann_recall_at_10", asked, SearchFilters()),
-            ("ann_recall_at_10_filtered", asked_owned, SearchFilters(owner=FILTER_OWNER)),
-        ):
+        owners = {"": None, "_filtered": FILTER_OWNER, "_filtered_1pct": SMALL_OWNER}
+        for suffix, queries in asked.items():
+            filters = SearchFilters(owner=owners[suffix])
             recalls = []
             for query in queries[:100]:
                 vector = embedder.embed(query, query=True)
@@ -301,5 +329,5 @@ def _ann_recall(
                 truth = store.vector_search(vector, filters, SEARCH_K, exact=True)
                 exact = {s.memory_id for s in truth}
                 recalls.append(len(approx & exact) / max(1, len(exact)))
-            found[name] = round(sum(recalls) / max(1, len(recalls)), 4)
+            found[f"ann_recall_at_10{suffix}"] = round(sum(recalls) / max(1, len(recalls)), 4)
     return found
