@@ -156,6 +156,8 @@ def test_bench_perf_writes_every_figure(tmp_path: Path) -> None:
         str(out),
         "--profile",
         str(profile),
+        "--keep-data",
+        str(tmp_path / "kept"),
         "--json",
     ]
     result = CliRunner().invoke(app, args)
@@ -187,6 +189,12 @@ def test_bench_perf_writes_every_figure(tmp_path: Path) -> None:
     assert parts["fts"] > 0 and parts["scalar_indexes"] > 0 and parts["versions"] >= 0
     assert figures["memories_stored"] > 300
     assert figures["table_versions"] >= 1
+    # --keep-data: the measured store is kept, and opens with every memory.
+    from tribal_memory.store.lancedb import LanceMemoryStore
+
+    kept = LanceMemoryStore.open_existing(str(tmp_path / "kept" / "data-300" / "lancedb"))
+    assert kept is not None and len(kept.memory_ids()) == figures["memories_stored"]
+    kept.close()
 
     concurrent = report["concurrent"]
     assert concurrent["clients"] == 4

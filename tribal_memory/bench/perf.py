@@ -87,7 +87,7 @@ def machine() -> dict[str, Any]:
 def _settings_report(options: dict[str, Any], model_id: str) -> dict[str, Any]:
     """What the report's figures were measured with, in words and numbers."""
     return {
-        **{k: v for k, v in options.items() if k != "cache_dir"},
+        **{k: v for k, v in options.items() if k not in ("cache_dir", "keep_data")},
         "k": SEARCH_K,
         "model": model_id,
         "search_request": "POST /v1/search {query, k: 10} (hybrid, default learned variant)",
@@ -234,7 +234,8 @@ def _measure_sizes(
 
     Locust runs at ``options["concurrent_size"]`` (when ``options["clients"]`` > 0); with
     ``profile``, the in-process search path is profiled at the smallest into
-    ``report["profile"]``. Each size's data dir is removed once measured.
+    ``report["profile"]``. Each size's data dir is removed once measured, or
+    moved into ``options["keep_data"]`` when that is set.
     """
     ordered = sorted(set(sizes))
     seed, samples = options["seed"], options["samples"]
@@ -264,6 +265,9 @@ def _measure_sizes(
                     samples,
                     profile,
                 )
+            if options.get("keep_data") is not None:
+                options["keep_data"].mkdir(parents=True, exist_ok=True)
+                shutil.move(work_dir / f"data-{n}", options["keep_data"] / f"data-{n}")
             shutil.rmtree(work_dir / f"data-{n}", ignore_errors=True)
     finally:
         shutil.rmtree(work_dir, ignore_errors=True)
@@ -297,6 +301,7 @@ def run_perf_bench(
     seed: int = 0,
     profile: Path | None = None,
     store_uri: str | None = None,
+    keep_data: Path | None = None,
     command: str | None = None,
     log: Log | None = None,
 ) -> dict[str, Any]:
@@ -323,6 +328,9 @@ def run_perf_bench(
             temp data dir. The SQL tables stay in the data dir's SQLite file,
             and ``data_dir_mb`` then counts only that. Stores made there are
             left in place.
+        keep_data: Directory each size's data dir is moved into once measured
+            (``<keep_data>/data-<n>``, to inspect or measure again); None:
+            removed.
         command: The command line to record in the report.
         log: Progress messages; None for none.
 
@@ -363,6 +371,7 @@ def run_perf_bench(
         "cache_dir": cache_dir or default_cache_dir(),
         "feedback_searches": feedback_searches,
         "store_uri": store_uri,
+        "keep_data": keep_data,
     }
     report["settings"] = _settings_report(options, embedder.model_id)
     report["sizes"] = {}

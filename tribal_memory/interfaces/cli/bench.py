@@ -380,6 +380,15 @@ def bench_perf(
             "dir; the stores are left there.",
         ),
     ] = None,
+    keep_data: Annotated[
+        Path | None,
+        typer.Option(
+            "--keep-data",
+            metavar="<dir>",
+            help="Move each size's data dir here once measured (data-<n>) instead of "
+            "removing it.",
+        ),
+    ] = None,
 ) -> Output:
     """Speed and memory of a real server process: search, cache hit, capture, RSS, load."""
     from tribal_memory.bench.perf import run_perf_bench
@@ -398,6 +407,7 @@ def bench_perf(
         seed=seed,
         profile=profile,
         store_uri=store_uri,
+        keep_data=keep_data,
         command=" ".join(["tribal-memory", *sys.argv[1:]]),
         log=None if run.json else run.err.print,
     )
