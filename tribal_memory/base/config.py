@@ -176,7 +176,8 @@ class Settings(BaseSettings):
     ann_index_min_rows: int = Field(default=5_000, ge=256)
     """Rows at which an IVF_FLAT vector index is built; below it search is exact."""
     ann_nprobes: int = Field(default=32, ge=1)
-    """IVF partitions searched per vector query (more: higher recall, slower)."""
+    """IVF partitions searched per vector query (more: higher recall, slower), up to 250k
+    indexed rows; past that more, with the square root of the size (64 at a million)."""
     optimize_every_rows: int = Field(default=2_000, ge=1)
     """Least rows written between automatic ``optimize()`` runs (fold into indexes, compact)."""
     optimize_growth: float = Field(default=0.1, gt=0.0, le=1.0)

@@ -24,7 +24,7 @@ from tribal_memory.base.models import SearchFilters
 from tribal_memory.embeddings.base import Vector
 from tribal_memory.store.base import RowRef, ScoredMemory
 from tribal_memory.store.event_loop import EventLoop, translated
-from tribal_memory.store.lance_index import AnnIndex
+from tribal_memory.store.lance_index import AnnIndex, probes_for
 from tribal_memory.store.lance_rowcache import RowCache
 from tribal_memory.store.lance_rows import (
     COLUMNS,
@@ -259,7 +259,7 @@ class LanceSearch:
         if exact:
             query = query.bypass_vector_index()
         elif self._ann.name is not None:
-            query = query.nprobes(self._nprobes)
+            query = query.nprobes(probes_for(self._nprobes, self._ann.trained_rows))
         return query.where(where) if where else query
 
     def _recent_rows_of(

@@ -74,7 +74,8 @@ class LanceMemoryStore(MemoryStore):
         read_consistency_s: Seconds after which this handle sees writes made by
             other processes (0: check on every read).
         ann_index_min_rows: Row count at which an IVF_FLAT cosine index is built.
-        ann_nprobes: IVF partitions searched per query once the index exists.
+        ann_nprobes: IVF partitions searched per query once the index exists, up to
+            250k trained rows; more past that (:func:`.lance_index.probes_for`).
         optimize_every_rows: Least rows written between automatic ``optimize()``
             runs; the gap also grows to ``optimize_growth`` of the table.
         optimize_growth: Fraction of the table written before the next
