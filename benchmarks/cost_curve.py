@@ -107,7 +107,10 @@ def main() -> None:
         parser.error(str(exc))
     print(markdown(points))
     if args.png is not None:
-        plot(points, args.png)
+        try:
+            plot(points, args.png)
+        except ImportError:
+            parser.error("--png needs matplotlib: pip install -e '.[bench]'")
 
 
 if __name__ == "__main__":

@@ -53,13 +53,13 @@ def probes_for(nprobes: int, trained_rows: int) -> int:
     """IVF partitions a vector search probes in an index trained on ``trained_rows`` rows.
 
     ``nprobes`` up to :data:`PROBES_BASE_ROWS`, then more with the square root
-    of the size past it (64 at a million, 977 partitions). With a fixed 32
-    the probed share falls from a third of the rows at 100k to 3% at a
-    million, and so did recall. Measured on ``bench perf``'s 1M store
-    (``benchmarks/results/perf-1m-nprobes.json``): recall@10 against exact
-    search 0.943 with 32 probes (5% owner filter 0.915, 1% 0.911), 0.999
-    with 64 (0.970, 0.972), 1.000 with 128 (0.995, 0.989); the vector
-    search's p50 16.2, 17.3 and 25.2 ms.
+    of the size past it (62 for an index trained on 940k rows, 918
+    partitions). With a fixed 32 the probed share falls from a third of the
+    rows at 100k to 3% at a million, and so did recall. Measured on ``bench
+    perf``'s 1M store (``benchmarks/results/perf-1m-nprobes.json``; probes
+    31, 62, 124): recall@10 against exact search 0.942, 0.997, 1.000 (5%
+    owner filter 0.911, 0.968, 0.992; 1% 0.906, 0.969, 0.988); the vector
+    search's p50 14.1, 17.0, 30.9 ms.
     """
     if trained_rows <= PROBES_BASE_ROWS:
         return nprobes
