@@ -1,11 +1,11 @@
 """IVF probes against recall and latency, on a store ``bench perf --keep-data`` kept.
 
-For each ``ann_nprobes`` setting, opens the store in-process with it (the
-partitions probed are ``lance_index.probes_for`` of it and the rows the
-index was trained on, reported as ``probes``) and runs ``vector_search``
-(k=10) for 100 of the corpus's questions over the whole store, filtered to
-the 5% owner and to the 1% owner, comparing the ids with exact search
-(recall@10, higher is better) and timing each (ms, lower is better).
+For each ``ann_nprobes`` setting, opens the store in-process with it and
+measures what ``bench perf`` does (``perf_size.ann_recall``): the partitions
+probed (``ann_probes``, from ``lance_index.probes_for``), and for 100 of the
+corpus's questions over the whole store, filtered to the 5% owner and to
+the 1% owner, recall@10 against exact search (higher is better) and the
+vector search's p50 (ms, lower is better).
 Then, with ``--http``, starts a server over the data dir with the default
 settings and times searches as ``bench perf`` does (``search_figures``), plus its ANN recall.
 
@@ -21,89 +21,59 @@ import argparse
 import json
 import os
 import tempfile
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import httpx
-import numpy as np
 
 from tribal_memory.base.config import Settings
-from tribal_memory.base.models import SearchFilters
-from tribal_memory.bench.perf_corpus import FILTER_OWNER, SMALL_OWNER, generate, questions
+from tribal_memory.bench.perf_corpus import generate, questions
 from tribal_memory.bench.perf_http import search_figures
 from tribal_memory.bench.perf_server import ServerProcess
-from tribal_memory.bench.perf_size import _ann_recall
+from tribal_memory.bench.perf_size import RECALL_OWNERS, ann_recall
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
-from tribal_memory.store.base import ScoredMemory
-from tribal_memory.store.lance_index import probes_for
-from tribal_memory.store.lancedb import LanceMemoryStore
-
-OWNERS = {"all": None, "5%": FILTER_OWNER, "1%": SMALL_OWNER}
 
 
-def sweep(uri: str, size: int, settings: list[int], embedder: FastEmbedEmbedder) -> dict[str, Any]:
-    """recall@10 and p50 ms of vector search per ``ann_nprobes`` setting and filter."""
+def _asked(size: int, count: int) -> dict[str, list[str]]:
+    """``count`` of the corpus's questions per suffix of ``RECALL_OWNERS``."""
     facts = generate(size, 0)
-    asked = {name: questions(facts, 100, 0, owner=owner) for name, owner in OWNERS.items()}
-    vectors = {name: [embedder.embed(q, query=True) for q in qs] for name, qs in asked.items()}
-    store = LanceMemoryStore(uri, embedder.model_id, embedder.dim)
-    exact = {
-        name: [_ids(store.vector_search(v, SearchFilters(owner=owner), 10, exact=True)) for v in vs]
-        for (name, owner), vs in zip(OWNERS.items(), vectors.values(), strict=True)
-    }
-    trained = store.ann_index_stats()
-    store.close()
+    return {suffix: questions(facts, count, 0, owner=o) for suffix, o in RECALL_OWNERS.items()}
+
+
+def sweep(
+    data_dir: Path, size: int, settings: list[int], embedder: FastEmbedEmbedder
+) -> dict[str, Any]:
+    """``ann_recall``'s figures (recall@10, vector-search p50 ms) per ``ann_nprobes`` setting."""
+    asked = _asked(size, 100)
     found: dict[str, Any] = {}
     for count in settings:
-        store = LanceMemoryStore(uri, embedder.model_id, embedder.dim, ann_nprobes=count)
-        rows = trained["trained_rows"] if trained else 0
-        row: dict[str, Any] = {"probes": probes_for(count, rows), "trained_rows": rows}
-        for name, owner in OWNERS.items():
-            filters = SearchFilters(owner=owner)
-            for vector in vectors[name][:10]:  # warm the index cache
-                store.vector_search(vector, filters, 10, exact=False)
-            recalls, times = [], []
-            for vector, truth in zip(vectors[name], exact[name], strict=True):
-                started = time.perf_counter()
-                got = _ids(store.vector_search(vector, filters, 10))
-                times.append((time.perf_counter() - started) * 1000)
-                recalls.append(len(got & truth) / max(1, len(truth)))
-            row[name] = {
-                "recall_at_10": round(float(np.mean(recalls)), 4),
-                "p50_ms": round(float(np.percentile(times, 50)), 2),
-            }
-        store.close()
-        found[str(count)] = row
-        print(count, row, flush=True)
+        found[str(count)] = ann_recall(
+            Settings(data_dir=data_dir, ann_nprobes=count), embedder, asked
+        )
+        print(count, found[str(count)], flush=True)
     return found
-
-
-def _ids(hits: list[ScoredMemory]) -> set[str]:
-    return {hit.memory_id for hit in hits}
 
 
 def served(data_dir: Path, size: int, embedder: FastEmbedEmbedder) -> dict[str, Any]:
     """``bench perf``'s search figures and ANN recall with the default settings."""
-    facts = generate(size, 0)
-    asked = questions(facts, 300, 0)
-    owned = questions(facts, 300, 0, owner=FILTER_OWNER)
-    small = questions(facts, 300, 0, owner=SMALL_OWNER)
+    asked = _asked(size, 300)
     with (
         tempfile.TemporaryDirectory() as tmp,
         ServerProcess(data_dir, Path(tmp) / "log") as server,
         httpx.Client(base_url=server.base_url, timeout=600.0) as client,
     ):
-        figures = search_figures(client, embedder, asked, owned, small, samples=300, warmup=30)
-        figures["rss_mb"] = server.memory_mb().get("rss_mb")
-    figures.update(
-        _ann_recall(
-            Settings(data_dir=data_dir),
+        figures = search_figures(
+            client,
             embedder,
-            {"": asked, "_filtered": owned, "_filtered_1pct": small},
+            asked[""],
+            asked["_filtered"],
+            asked["_filtered_1pct"],
+            samples=300,
+            warmup=30,
         )
-    )
+        figures["rss_mb"] = server.memory_mb().get("rss_mb")
+    figures.update(ann_recall(Settings(data_dir=data_dir), embedder, asked))
     return figures
 
 
@@ -126,7 +96,7 @@ def main() -> None:
         "load_avg_1_5_15_at_start": [round(x, 2) for x in os.getloadavg()],
         "memories": args.size,
         "sweep": sweep(
-            str(args.data_dir / "lancedb"),
+            args.data_dir,
             args.size,
             [int(n) for n in args.nprobes.split(",")],
             embedder,

@@ -38,6 +38,8 @@ SIZE_KEYS = (
     "ann_recall_at_10_filtered",
     "filtered_1pct_p50_ms",
     "ann_recall_at_10_filtered_1pct",
+    "ann_p50_ms",
+    "ann_p50_ms_filtered_1pct",
     "rss_mb",
     "baseline_search_p50_ms",
     "query_embed_p50_ms",
@@ -175,6 +177,7 @@ def test_bench_perf_writes_every_figure(tmp_path: Path) -> None:
         assert isinstance(figures[key], int | float) and figures[key] > 0, key
     assert figures["embeddings_from_cache"] is False
     assert figures["ann_index"] is False and figures["ann_segments"] is None  # 300 rows: exact
+    assert figures["ann_probes"] is None
     assert [point[0] for point in figures["rss_while_loading_mb"]] == [300]
     # 20 questions x 3 rounds of search + feedback; health read from /v1/stats after them.
     assert figures["after_feedback_searches"] == 60

@@ -10,7 +10,7 @@ vector index's recall is checked on its data dir and the plain baseline
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -140,14 +140,16 @@ def measure_size(
     )
     log(f"[{n}] vector index recall against exact search")
     figures.update(
-        _ann_recall(
+        ann_recall(
             store_settings(options, data_dir),
             embedder,
-            {
-                "": inputs.asked,
-                "_filtered": inputs.asked_owned,
-                "_filtered_1pct": inputs.asked_small,
-            },
+            dict(
+                zip(
+                    RECALL_OWNERS,
+                    (inputs.asked, inputs.asked_owned, inputs.asked_small),
+                    strict=True,
+                )
+            ),
         )
     )
     log(f"[{n}] baseline: numpy cosine + rank-bm25, in-process")
@@ -294,20 +296,34 @@ def _baseline(
     return figures
 
 
-def _ann_recall(
-    settings: Settings, embedder: Embedder, asked: dict[str, Sequence[str]]
-) -> dict[str, Any]:
-    """recall@10 of the server's vector search against exact search over the same store.
+RECALL_OWNERS: dict[str, str | None] = {
+    "": None,
+    "_filtered": FILTER_OWNER,
+    "_filtered_1pct": SMALL_OWNER,
+}
+"""Suffix of an ANN figure -> the owner its searches are filtered to (None: the whole store)."""
 
-    ``asked`` maps a figure's suffix to its questions: ``""`` over the whole
-    store, ``"_filtered"`` filtered to :data:`FILTER_OWNER`,
-    ``"_filtered_1pct"`` to :data:`SMALL_OWNER`. Opens the stopped server's
-    store (``settings``, defaults otherwise) and compares, per question (at
-    most 100 of each kind), the ids of
-    ``vector_search`` with those of ``vector_search(exact=True)``; with no IVF
-    index yet both are exact and recall is 1.0.
+
+def ann_recall(
+    settings: Settings, embedder: Embedder, asked: Mapping[str, Sequence[str]]
+) -> dict[str, Any]:
+    """recall@10 of the store's vector search against exact search, and its latency.
+
+    ``asked`` maps a suffix of :data:`RECALL_OWNERS` to its questions. Opens
+    the store ``settings`` name (a stopped server's, or a kept one with
+    another ``ann_nprobes``) and compares, per question (at most 100 of each
+    kind), the ids of ``vector_search`` with those of
+    ``vector_search(exact=True)``; with no IVF index yet both are exact and
+    recall is 1.0.
+
+    Returns:
+        ``ann_index``, ``ann_segments``, ``ann_probes`` (partitions probed;
+        None without an index), and per suffix ``ann_recall_at_10<suffix>``
+        (higher is better) and ``ann_p50_ms<suffix>`` (the vector search
+        alone, in-process; lower is faster).
     """
     from tribal_memory.service.memory_service import MemoryService
+    from tribal_memory.store.lance_index import probes_for
     from tribal_memory.store.lancedb import LanceMemoryStore
 
     found: dict[str, Any] = {}
@@ -318,16 +334,20 @@ def _ann_recall(
         found["ann_index"] = store.index_state()["ann"]
         ann = store.ann_index_stats()
         found["ann_segments"] = ann["segments"] if ann is not None else None
-        owners = {"": None, "_filtered": FILTER_OWNER, "_filtered_1pct": SMALL_OWNER}
+        found["ann_probes"] = (
+            probes_for(settings.ann_nprobes, ann["trained_rows"]) if ann is not None else None
+        )
         for suffix, queries in asked.items():
-            filters = SearchFilters(owner=owners[suffix])
-            recalls = []
+            filters = SearchFilters(owner=RECALL_OWNERS[suffix])
+            recalls, times = [], []
             for query in queries[:100]:
                 vector = embedder.embed(query, query=True)
-                found_ids = store.vector_search(vector, filters, SEARCH_K)
-                approx = {s.memory_id for s in found_ids}
+                started = time.perf_counter()
+                approx = {s.memory_id for s in store.vector_search(vector, filters, SEARCH_K)}
+                times.append((time.perf_counter() - started) * 1000)
                 truth = store.vector_search(vector, filters, SEARCH_K, exact=True)
                 exact = {s.memory_id for s in truth}
                 recalls.append(len(approx & exact) / max(1, len(exact)))
             found[f"ann_recall_at_10{suffix}"] = round(sum(recalls) / max(1, len(recalls)), 4)
+            found[f"ann_p50_ms{suffix}"] = p50_p95(times)[0]
     return found
