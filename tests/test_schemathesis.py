@@ -29,6 +29,18 @@ from tribal_memory.interfaces.api import create_app
 EXAMPLES = 40
 """Generated cases per operation (about 30 operations: over 1,000 in all)."""
 CASES: list[str] = []
+FRAMING_HEADERS = {"content-length", "transfer-encoding"}
+"""Headers that frame the message: a bad one is refused by the HTTP server, not the app."""
+HTTP_SERVER_REFUSAL = "Invalid HTTP request received."
+"""uvicorn's plain-text 400 for a request that is not valid HTTP/1.1."""
+
+
+def _refused_as_invalid_http(case: schemathesis.Case, response: schemathesis.Response) -> bool:
+    """True when generated framing headers made the request invalid HTTP (an empty
+    Content-Length, say): uvicorn answers 400 before any handler runs (RFC 9112
+    section 6.3), so the answer is its plain text, not the API's JSON error."""
+    framed = any(name.lower() in FRAMING_HEADERS for name in case.headers or {})
+    return framed and response.status_code == 400 and response.text == HTTP_SERVER_REFUSAL
 
 
 @pytest.fixture(scope="module")
@@ -87,6 +99,8 @@ def test_no_5xx_and_errors_in_the_documented_shape(case: schemathesis.Case, base
     CASES.append(case.operation.label)
     where = f"{case.method} {case.formatted_path} -> {response.status_code}: {response.text[:300]}"
     assert response.status_code < 500, where
+    if _refused_as_invalid_http(case, response):
+        return
     if response.status_code >= 400:
         body = response.json()
         assert set(body) == {"error", "detail", "status"}, where
