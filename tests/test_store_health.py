@@ -110,7 +110,8 @@ def test_captures_go_on_while_maintenance_runs_and_nothing_is_lost(
         assert len(service.get_many(ids)) == 20
         hits = service.search(FACTS[33], k=1, filters=MINE, learned=None).hits
     assert hits and hits[0].memory.content == FACTS[33]
-    assert health["unindexed_rows"] == 0 and health["fragments"] == 1, health
+    # LanceDB compacts indexed and not yet indexed rows apart: one run may leave two fragments.
+    assert health["unindexed_rows"] == 0 and health["fragments"] <= 2, health
 
 
 def test_rows_below_the_growth_rule_are_indexed_once_the_interval_passed(

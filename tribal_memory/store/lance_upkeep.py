@@ -233,11 +233,25 @@ class Upkeep:
             timer.start()
 
     def _background_prune(self) -> None:
-        """The prune timer's body; a failure is logged (the next ``optimize()`` retries)."""
+        """The prune timer's body; a failure is logged (the next ``optimize()`` retries).
+
+        An automatic ``optimize()`` that fell due meanwhile waited for this
+        prune (see :meth:`_check_maintenance`); it starts now.
+        """
         try:
             self.prune()
         except StoreUnavailable as exc:
             logger.warning("removing old table versions failed: %s", exc.detail)
+        with self._maintenance_lock:
+            if self._prune_timer is threading.current_thread():
+                self._prune_timer = None
+        self._check_maintenance()
+
+    def _prune_pending(self) -> bool:
+        """True while the versions the last ``optimize()`` superseded are still on disk."""
+        with self._maintenance_lock:
+            timer = self._prune_timer
+        return timer is not None and timer.is_alive() and timer is not threading.current_thread()
 
     def index_state(self) -> dict[str, bool]:
         """``{"fts": bool, "ann": bool}``: whether the BM25 and the IVF vector index exist.
@@ -323,6 +337,8 @@ class Upkeep:
         except StoreUnavailable as exc:
             logger.warning("automatic optimize check skipped: %s", exc.detail)
             return
+        if due and self._prune_pending():
+            return  # the pending prune checks again once the superseded files are gone
         if due:
             self._start_maintenance()
 
