@@ -26,21 +26,12 @@ from tribal_memory.ops.transfer.records import FORMAT, VERSION, dumps, memory_re
 Log = Callable[[str], None]
 
 IMPORT_CHUNK = 2000
-"""Least memories per ``POST /v1/import`` request while loading a corpus (about 5 MB)."""
-IMPORTS_PER_LOAD = 50
-"""Most imports per corpus load (past 100k memories, each import is larger)."""
-IMPORT_BYTES_PER_MEMORY = 4096
-"""An upper bound of one memory's bytes in an import body (a vector in JSON and a short fact)."""
+"""Memories per ``POST /v1/import`` request while loading a corpus (about 5 MB).
 
-
-def import_chunk(n: int) -> int:
-    """Memories per import when loading ``n``: 2,000, or ``n / 50`` past 100k.
-
-    Each import ends in an ``optimize()`` that rewrites the table (LanceDB
-    compacts every fragment under a million rows), so loading a million
-    memories 2,000 at a time would rewrite it 500 times.
-    """
-    return max(IMPORT_CHUNK, -(-n // IMPORTS_PER_LOAD))
+Past a tenth of the store, an import leaves its rows to the server's
+automatic ``optimize()`` (see :func:`wait_until_indexed`), so the size of
+the imports no longer sets how often a large store is rewritten.
+"""
 
 
 CAPTURE_BATCH = 256
@@ -94,9 +85,8 @@ def load_corpus(
     """Import the corpus; returns (seconds, [[memories loaded, server RSS MiB], ...])."""
     curve: list[list[float]] = []
     started = time.perf_counter()
-    chunk = import_chunk(len(facts))
-    for start in range(0, len(facts), chunk):
-        end = start + chunk
+    for start in range(0, len(facts), IMPORT_CHUNK):
+        end = start + IMPORT_CHUNK
         body = import_body(facts[start:end], vectors[start:end], embedder)
         response = client.post(
             "/v1/import", content=body, headers={"content-type": "application/x-ndjson"}
@@ -106,6 +96,33 @@ def load_corpus(
         curve.append([loaded, server.memory_mb().get("rss_mb", 0.0)])
         log(f"  loaded {loaded}/{len(facts)} memories, server RSS {curve[-1][1]:.0f} MiB")
     return time.perf_counter() - started, curve
+
+
+SETTLE_TIMEOUT_S = 900.0
+"""Longest wait for the server's maintenance to fold a loaded corpus into its indexes."""
+
+
+def wait_until_indexed(client: httpx.Client, timeout_s: float = SETTLE_TIMEOUT_S) -> float:
+    """Seconds until ``GET /v1/stats`` reports no row outside the indexes.
+
+    An import leaves its rows to the server's automatic ``optimize()``
+    unless it grew the table by a tenth or more, so right after a bulk load
+    the last rows may still be unindexed and a rewrite may be running; the
+    timed searches start once they are folded in (that ``optimize()`` has
+    done its rewrite by then: it indexes last).
+
+    Raises:
+        TribalError: the rows are not indexed after ``timeout_s`` seconds.
+    """
+    started = time.perf_counter()
+    while True:
+        response = client.get("/v1/stats")
+        check_response(response, "stats")
+        if int(response.json()["unindexed_rows"]) == 0:
+            return time.perf_counter() - started
+        if time.perf_counter() - started > timeout_s:
+            raise TribalError(f"the loaded rows were not indexed within {timeout_s:.0f} s")
+        time.sleep(0.5)
 
 
 def check_response(response: httpx.Response, what: str) -> None:

@@ -17,12 +17,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tribal_memory.base.config import Settings
 from tribal_memory.base.errors import TribalError
 from tribal_memory.bench import server_process
 
-DEFAULT_MAX_REQUEST_BYTES = Settings.model_fields["max_request_bytes"].default
-"""The server's default bound of a request body (bytes)."""
 LOCUSTFILE = Path(__file__).with_name("locustfile.py")
 """The locust scenario (random questions to ``POST /v1/search``)."""
 
@@ -35,9 +32,6 @@ class ServerProcess(server_process.ServerProcess):
         log_path: Where the server's stdout and stderr go.
         lancedb_uri: Where its LanceDB store is (``TRIBAL_LANCEDB_URI``, e.g.
             ``s3://bucket/path``); None: in ``data_dir``.
-        max_request_bytes: ``TRIBAL_MAX_REQUEST_BYTES`` when above the
-            default (16 MiB; the corpus of a large store is imported in
-            larger requests); None: the default.
 
     Raises:
         ServerStartError: on entry, the server exited or was not healthy within
@@ -49,8 +43,6 @@ class ServerProcess(server_process.ServerProcess):
         data_dir: Path,
         log_path: Path,
         lancedb_uri: str | None = None,
-        *,
-        max_request_bytes: int | None = None,
     ) -> None:
         port = server_process.free_port()
         env = {
@@ -60,8 +52,6 @@ class ServerProcess(server_process.ServerProcess):
         }
         if lancedb_uri:
             env["TRIBAL_LANCEDB_URI"] = lancedb_uri
-        if max_request_bytes is not None and max_request_bytes > DEFAULT_MAX_REQUEST_BYTES:
-            env["TRIBAL_MAX_REQUEST_BYTES"] = str(max_request_bytes)
         super().__init__(
             ["-m", "tribal_memory.interfaces.api.server"], log_path=log_path, port=port, env=env
         )

@@ -34,15 +34,14 @@ from tribal_memory.bench.perf_feedback import after_feedback
 from tribal_memory.bench.perf_footprint import PeakSampler, footprint_figures, peak_mb
 from tribal_memory.bench.perf_http import (
     CAPTURE_BATCH,
-    IMPORT_BYTES_PER_MEMORY,
     SEARCH_K,
     Log,
     capture_figures,
-    import_chunk,
     load_corpus,
     p50_p95,
     search_figures,
     timed,
+    wait_until_indexed,
 )
 from tribal_memory.bench.perf_server import ServerProcess
 from tribal_memory.embeddings.base import Embedder, Vector
@@ -205,12 +204,7 @@ def _measure_server(
     data_dir = work_dir / f"data-{n}"
     lancedb_uri = store_settings(options, data_dir).lancedb_uri
     with (
-        ServerProcess(
-            data_dir,
-            work_dir / f"server-{n}.log",
-            lancedb_uri,
-            max_request_bytes=import_chunk(n) * IMPORT_BYTES_PER_MEMORY,
-        ) as server,
+        ServerProcess(data_dir, work_dir / f"server-{n}.log", lancedb_uri) as server,
         httpx.Client(base_url=server.base_url, timeout=600.0) as client,
     ):
         figures["rss_idle_mb"] = server.memory_mb().get("rss_mb")
@@ -218,6 +212,7 @@ def _measure_server(
             ingest_s, curve = load_corpus(
                 client, server, inputs.facts, inputs.vectors, embedder, log
             )
+            figures["settle_s"] = round(wait_until_indexed(client), 1)
         figures["data_dir_peak_mb"] = peak_mb(disk)
         figures["ingest_s"] = round(ingest_s, 1)
         figures["ingest_per_s"] = round(n / ingest_s, 1)
