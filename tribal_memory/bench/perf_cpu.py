@@ -29,7 +29,9 @@ def cpu_figures(
 
     Opens a :class:`~tribal_memory.service.memory_service.MemoryService` with
     ``settings`` (its data dir and LanceDB location; no server may be using
-    them), searches each of ``warmup``
+    them), runs ``optimize()`` so every row is indexed (the rows the
+    benchmark captured last may not be yet: the server folds them in within
+    ``optimize_interval_s``), searches each of ``warmup``
     (other questions than ``queries``: a server that has answered for a while,
     with index pages and the rows its searches read in memory, but not these
     questions' answers), then ``searches`` more (k=10, hybrid, the default
@@ -49,6 +51,7 @@ def cpu_figures(
 
     queries = queries[1:] if len(queries) > 1 else queries
     with MemoryService(settings, embedder=embedder) as service:
+        service.optimize()  # the rows captured last may wait for the server's next optimize()
         for query in warmup:
             service.search(query, k=SEARCH_K)
         cpu, wall = _per_call(lambda q: service.search(q, k=SEARCH_K), queries, searches)
