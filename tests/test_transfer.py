@@ -193,6 +193,28 @@ def test_round_trip_reproduces_the_export_and_the_search(
         assert b.get(anchored) == a.get(anchored)
 
 
+def test_a_small_import_into_a_large_store_leaves_its_rows_to_the_automatic_optimize(
+    source: Source, tmp_path: Path, embedder: FastEmbedEmbedder
+) -> None:
+    # An import of a tenth of the table or more ends in optimize(); a smaller one
+    # does not force a rewrite of the whole table (a bulk load in small imports).
+    big = [MemoryInput(f"Desk {i} has locker code {i * 7919 % 10000}", "dana") for i in range(200)]
+    # No automatic optimize() within the test (rows, quiet time, or the prune an hour on).
+    quiet = {"optimize_every_rows": 10_000, "keep_versions_s": 3600}
+    with _open(tmp_path / "b", embedder, **quiet) as b:
+        b.capture_batch(big)
+        b.optimize()
+        result = b.import_jsonl(source.path)
+        assert result.memories.created == MEMORY_COUNT  # 13 memories: 6.5% of the table
+        health = b.table_health()
+        hits = b.search(FACTS[0][0], k=1, filters=SearchFilters(owner="alice")).hits
+    assert health["unindexed_rows"] == MEMORY_COUNT, health
+    assert hits and hits[0].memory.content == FACTS[0][0]  # found before it is indexed
+    with _open(tmp_path / "c", embedder, **quiet) as c:
+        c.import_jsonl(source.path)  # the whole table: indexed when the import returns
+        assert c.table_health()["unindexed_rows"] == 0
+
+
 def test_vectors_round_trip_bit_for_bit(source: Source, tmp_path: Path, embedder: Embedder) -> None:
     with _open(tmp_path / "b", embedder) as b:
         b.import_jsonl(source.path.read_bytes())

@@ -36,6 +36,8 @@ from tribal_memory.store.lance_versions import (
 )
 from tribal_memory.store.recent import RecentRows
 
+INTERVAL_PER_RUN_S = 4.0
+"""Seconds of the interval rule per second the last ``optimize()`` took (see ``after_write``)."""
 HEALTH_CHECK_WRITES = 50
 """Writes between two reads of the table's fragment count (a few ms each)."""
 COPY_BATCH_ROWS = 2048
@@ -107,6 +109,8 @@ class Upkeep:
         self._rewrite_lock = rewrite_lock
         self._policy = policy
         self._optimized_at = time.monotonic()
+        self._optimize_s = 0.0
+        """Seconds the last ``optimize()`` took."""
         self._rows_since_optimize = 0
         self._written_at = time.monotonic()
         self._writes_since_check = 0
@@ -138,8 +142,15 @@ class Upkeep:
         here) are indexed all the same. Fewer than ``every_rows`` rows are
         folded in once no write came for ``interval_s``: a store that agents
         only search and give feedback to would otherwise keep them outside
-        the indexes for good, every search paying for them (issue 14). A
-        failed check is logged, not raised.
+        the indexes for good, every search paying for them (issue 14). The
+        interval is ``interval_s`` or ``INTERVAL_PER_RUN_S`` times the last
+        run's duration, whichever is longer: a run rewrites the full-text
+        index and what it compacts, so at a million memories it takes
+        minutes, and a fixed minute would keep a core optimising while
+        agents write (capture fell to half of the embedding's rate). The
+        growth and fragment rules are not stretched. An automatic run that
+        falls due while the last one's superseded versions are still kept
+        starts once they are removed. A failed check is logged, not raised.
         """
         self._writes_since_check += 1
         self._check_maintenance()
@@ -189,7 +200,9 @@ class Upkeep:
             StoreUnavailable: a step failed (the steps before it stay done), or
                 another process held the maintenance lock too long.
         """
+        started = time.monotonic()
         self._folding(self._optimize)
+        self._optimize_s = time.monotonic() - started
         self._prune_later()
 
     def _folding(self, step: Callable[[], Coroutine[Any, Any, bool]]) -> None:
@@ -318,19 +331,20 @@ class Upkeep:
         policy = self._policy
         try:
             since = time.monotonic() - self._optimized_at
+            interval = max(policy.interval_s, INTERVAL_PER_RUN_S * self._optimize_s)
             enough_rows = self._rows_since_optimize >= policy.every_rows
             due = enough_rows and (
-                since >= policy.interval_s
+                since >= interval
                 or self._rows_since_optimize
                 >= policy.growth * self._loop.run("count", self._table.count_rows())
             )
             if enough_rows and not due:
-                self._check_later(policy.interval_s - since)
+                self._check_later(interval - since)
             elif not enough_rows and self._rows_since_optimize > 0:
                 quiet = time.monotonic() - self._written_at
-                due = quiet >= policy.interval_s
+                due = quiet >= interval
                 if not due:
-                    self._check_later(policy.interval_s - quiet)
+                    self._check_later(interval - quiet)
             if not due and self._writes_since_check >= HEALTH_CHECK_WRITES:
                 self._writes_since_check = 0
                 due = self.health()["small_fragments"] >= policy.small_fragments
