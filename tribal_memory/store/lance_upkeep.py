@@ -256,9 +256,11 @@ class Upkeep:
         except StoreUnavailable as exc:
             logger.warning("removing old table versions failed: %s", exc.detail)
         with self._maintenance_lock:
-            if self._prune_timer is threading.current_thread():
+            current = self._prune_timer is threading.current_thread()
+            if current:
                 self._prune_timer = None
-        self._check_maintenance()
+        if current:  # not closed meanwhile, nor replaced by a later run's prune
+            self._check_maintenance()
 
     def _prune_pending(self) -> bool:
         """True while the versions the last ``optimize()`` superseded are still on disk."""
