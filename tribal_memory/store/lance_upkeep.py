@@ -263,7 +263,12 @@ class Upkeep:
             self._check_maintenance()
 
     def _prune_pending(self) -> bool:
-        """True while the versions the last ``optimize()`` superseded are still on disk."""
+        """True while the versions the last ``optimize()`` superseded are still on disk.
+
+        Never with ``keep_versions_s`` 0: each run removes them itself.
+        """
+        if self._policy.keep_versions_s <= 0:
+            return False
         with self._maintenance_lock:
             timer = self._prune_timer
         return timer is not None and timer.is_alive() and timer is not threading.current_thread()
