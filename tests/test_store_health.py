@@ -127,12 +127,9 @@ def test_rows_below_the_growth_rule_are_indexed_once_the_interval_passed(
             keep_versions_s=0,
         )
         with MemoryService(settings, embedder=embedder) as service:
-            service.capture_batch([MemoryInput(f, owner="ana") for f in FACTS[:40]])
-            service.optimize()
             # The prune a second after an optimize() folds in rows written meanwhile:
             # write after it.
-            time.sleep(2)
-            service.capture_batch([MemoryInput(f, owner="ana") for f in FACTS[40:]])
+            _optimized_40_then_20_more(service, pause_s=2)
             if indexed:
                 assert _indexed_within(service, seconds=60)
             else:
@@ -153,9 +150,7 @@ def test_an_automatic_optimize_waits_until_the_last_ones_versions_are_gone(
         keep_versions_s=5,
     )
     with MemoryService(settings, embedder=embedder) as service:
-        service.capture_batch([MemoryInput(f, owner="ana") for f in FACTS[:40]])
-        service.optimize()
-        service.capture_batch([MemoryInput(f, owner="ana") for f in FACTS[40:]])
+        _optimized_40_then_20_more(service)
         # Due, but the run the optimize() above superseded is still on disk: no second
         # rewrite beside it (a bulk load held several at once, 5.4x the store at 100k).
         assert service.store.wait_for_maintenance(timeout_s=0)
@@ -178,9 +173,7 @@ def test_rows_written_before_the_store_falls_quiet_are_indexed_after_the_interva
         optimize_interval_s=3.0,
     )
     with MemoryService(settings, embedder=embedder) as service:
-        service.capture_batch([MemoryInput(f, owner="ana") for f in FACTS[:40]])
-        service.optimize()
-        service.capture_batch([MemoryInput(f, owner="ana") for f in FACTS[40:]])
+        _optimized_40_then_20_more(service)
         # Within the interval the 20 rows wait; no write follows, the timer's check indexes them.
         assert _indexed_within(service, seconds=60)
 
@@ -191,13 +184,19 @@ def test_a_few_rows_written_before_the_store_falls_quiet_are_indexed_too(
     # 20 rows, far under optimize_every_rows: only the quiet time can fold them in.
     settings = Settings(data_dir=tmp_path / "d", optimize_every_rows=1000, optimize_interval_s=1.0)
     with MemoryService(settings, embedder=embedder) as service:
-        service.capture_batch([MemoryInput(f, owner="ana") for f in FACTS[:40]])
-        service.optimize()
-        service.capture_batch([MemoryInput(f, owner="ana") for f in FACTS[40:]])
+        _optimized_40_then_20_more(service)
         assert service.table_health()["unindexed_rows"] == 20
         assert _indexed_within(service, seconds=60)
         hits = service.search(FACTS[45], k=1, filters=MINE, learned=None).hits
     assert hits and hits[0].memory.content == FACTS[45]
+
+
+def _optimized_40_then_20_more(service: MemoryService, *, pause_s: float = 0.0) -> None:
+    """Capture 40 facts, ``optimize()``, wait ``pause_s``, then capture the other 20."""
+    service.capture_batch([MemoryInput(f, owner="ana") for f in FACTS[:40]])
+    service.optimize()
+    time.sleep(pause_s)
+    service.capture_batch([MemoryInput(f, owner="ana") for f in FACTS[40:]])
 
 
 def _indexed_within(service: MemoryService, *, seconds: float) -> bool:
