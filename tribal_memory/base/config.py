@@ -178,6 +178,9 @@ class Settings(BaseSettings):
     ann_nprobes: int = Field(default=32, ge=1)
     """IVF partitions searched per vector query (more: higher recall, slower), up to 250k
     indexed rows; past that more, with the square root of the size (64 at a million)."""
+    exact_vector_max_rows: int = Field(default=25_000, ge=0)
+    """Tables of up to this many memories keep a copy of their vectors in memory and answer
+    vector search exactly from it (about 1.5 KB a memory); 0: every search asks LanceDB."""
     optimize_every_rows: int = Field(default=2_000, ge=1)
     """Least rows written between automatic ``optimize()`` runs (fold into indexes, compact)."""
     optimize_growth: float = Field(default=0.1, gt=0.0, le=1.0)

@@ -25,6 +25,7 @@ from tribal_memory.embeddings.base import Vector
 from tribal_memory.store.base import RowRef, ScoredMemory
 from tribal_memory.store.event_loop import EventLoop, translated
 from tribal_memory.store.lance_index import AnnIndex, probes_for
+from tribal_memory.store.lance_mirror import VectorMirror
 from tribal_memory.store.lance_rowcache import RowCache
 from tribal_memory.store.lance_rows import (
     COLUMNS,
@@ -51,6 +52,7 @@ class LanceSearch:
         recent: Rows written since the last ``optimize()`` (shared with the writes).
         write_lock: The store's write lock; :meth:`nearest` reads ``recent`` under it.
         nprobes: IVF partitions searched per vector query once the index exists.
+        mirror: The in-memory copy of a small table's vectors (None: none).
     """
 
     def __init__(
@@ -62,6 +64,7 @@ class LanceSearch:
         write_lock: threading.Lock,
         *,
         nprobes: int,
+        mirror: VectorMirror | None = None,
     ) -> None:
         self._table = table
         self._loop = loop
@@ -70,6 +73,7 @@ class LanceSearch:
         self._write_lock = write_lock
         self._nprobes = nprobes
         self._rows = RowCache(table, loop)
+        self._mirror = mirror
 
     def start_vector_search(
         self,
@@ -82,7 +86,10 @@ class LanceSearch:
     ) -> Future[list[ScoredMemory]]:
         """Start the top-``k`` cosine search for ``vector`` (shape ``(dim,)``); returns at once.
 
-        Exact when there is no IVF index, when fewer than
+        Exact from the in-memory copy of a small table's vectors
+        (:class:`~.lance_mirror.VectorMirror`) when it is current and the
+        filter is on owner and kind only. Otherwise on LanceDB: exact when
+        there is no IVF index, when fewer than
         :data:`~.lance_index.EXACT_MAX_ROWS` rows pass ``filters`` (``passing``
         when the caller counted them), or with ``exact``; otherwise the index
         searched in ``nprobes`` partitions.
@@ -97,6 +104,11 @@ class LanceSearch:
         where = filter_sql(filters)
 
         async def search() -> list[ScoredMemory]:
+            copied = await self._mirror.nearest(vector, filters, k) if self._mirror else None
+            if copied is not None:
+                return [
+                    ScoredMemory.deferred(key, score, ref, self._rows) for ref, key, score in copied
+                ]
             indexed = not exact and await self._ann.use_for(self._table, where, passing)
             table = await self._vector_query(vector, where, k, exact=not indexed).to_arrow()
             return await self._deferred(table, "_distance", distance=True)

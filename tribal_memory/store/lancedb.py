@@ -42,6 +42,7 @@ from tribal_memory.store.base import MemoryStore, RowRef, ScoredMemory, StoreCop
 from tribal_memory.store.event_loop import next_batch, shared_event_loop, translated
 from tribal_memory.store.lance_footprint import TableFootprint, table_footprint
 from tribal_memory.store.lance_index import AnnIndex
+from tribal_memory.store.lance_mirror import VectorMirror
 from tribal_memory.store.lance_rowcache import RowCounts
 from tribal_memory.store.lance_rows import (
     COLUMNS,
@@ -76,6 +77,9 @@ class LanceMemoryStore(MemoryStore):
         ann_index_min_rows: Row count at which an IVF_FLAT cosine index is built.
         ann_nprobes: IVF partitions searched per query once the index exists, up to
             250k trained rows; more past that (:func:`.lance_index.probes_for`).
+        exact_vector_max_rows: Tables of up to this many rows answer vector
+            search from an in-memory copy of their vectors
+            (:class:`~.lance_mirror.VectorMirror`; 0: never).
         optimize_every_rows: Least rows written between automatic ``optimize()``
             runs; the gap also grows to ``optimize_growth`` of the table.
         optimize_growth: Fraction of the table written before the next
@@ -115,6 +119,7 @@ class LanceMemoryStore(MemoryStore):
         read_consistency_s: float = 1.0,
         ann_index_min_rows: int = 5_000,
         ann_nprobes: int = 32,
+        exact_vector_max_rows: int = 25_000,
         optimize_every_rows: int = 2_000,
         optimize_growth: float = 0.1,
         optimize_interval_s: float = 60.0,
@@ -145,7 +150,13 @@ class LanceMemoryStore(MemoryStore):
         )
         self._ann.update(indices)
         self._search = LanceSearch(
-            self._table, self._loop, self._ann, self._recent, self._write_lock, nprobes=ann_nprobes
+            self._table,
+            self._loop,
+            self._ann,
+            self._recent,
+            self._write_lock,
+            nprobes=ann_nprobes,
+            mirror=VectorMirror(self._table, exact_vector_max_rows),
         )
         policy = OptimizePolicy(
             ann_index_min_rows=ann_index_min_rows,
@@ -179,7 +190,8 @@ class LanceMemoryStore(MemoryStore):
 
         Args:
             settings: ``lancedb_uri``, ``read_consistency_s``, the ``ann_*``,
-                ``optimize_*``, ``keep_versions_s`` and ``index_cache_mb`` settings.
+                ``exact_vector_max_rows``, ``optimize_*``, ``keep_versions_s`` and
+                ``index_cache_mb`` settings.
             model_id: As in the constructor.
             dim: As in the constructor.
             maintenance_lock: As in the constructor.
@@ -194,6 +206,7 @@ class LanceMemoryStore(MemoryStore):
             read_consistency_s=settings.read_consistency_s,
             ann_index_min_rows=settings.ann_index_min_rows,
             ann_nprobes=settings.ann_nprobes,
+            exact_vector_max_rows=settings.exact_vector_max_rows,
             optimize_every_rows=settings.optimize_every_rows,
             optimize_growth=settings.optimize_growth,
             optimize_interval_s=settings.optimize_interval_s,

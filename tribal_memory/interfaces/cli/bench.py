@@ -385,8 +385,7 @@ def bench_perf(
         typer.Option(
             "--keep-data",
             metavar="<dir>",
-            help="Move each size's data dir here once measured (data-<n>) instead of "
-            "removing it.",
+            help="Move each size's data dir here once measured (data-<n>) instead of removing it.",
         ),
     ] = None,
 ) -> Output:

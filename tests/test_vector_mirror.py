@@ -1,0 +1,176 @@
+"""A small table answers vector search from an in-memory copy of its vectors (issue 30).
+
+What a user relies on: the copy answers exactly what LanceDB's exact search
+answers, under the filters it evaluates, and never answers once the table
+changed (a write of this handle or of another), nor for a table larger
+than its bound.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tribal_memory.base.models import Memory, SearchFilters
+from tribal_memory.store.base import load_memories
+from tribal_memory.store.event_loop import shared_event_loop
+from tribal_memory.store.lance_mirror import VectorMirror
+from tribal_memory.store.lance_table import open_table
+from tribal_memory.store.lancedb import LanceMemoryStore
+
+DIM = 16
+OWNERS = ("ana", "ben", "shared")
+KINDS = ("fact", "chunk", "summary")
+
+
+def _memories(n: int, start: int = 0) -> list[Memory]:
+    now = datetime.now(UTC)
+    return [
+        Memory(
+            f"m{i}",
+            f"fact number {i}",
+            OWNERS[i % 3],
+            KINDS[(i // 3) % 3],
+            (),
+            None,
+            None,
+            None,
+            None,
+            now,
+            now,
+            None,
+            {},
+        )
+        for i in range(start, start + n)
+    ]
+
+
+def _vectors(n: int, seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).normal(size=(n, DIM)).astype(np.float32)
+
+
+def _lancedb_only(tmp_path: Path, rows: int = 60) -> LanceMemoryStore:
+    """A store whose searches all go to LanceDB, holding ``rows`` memories."""
+    store = LanceMemoryStore(str(tmp_path / "db"), "test-model", DIM, exact_vector_max_rows=0)
+    store.add(_memories(rows), _vectors(rows, 0))
+    return store
+
+
+def _mirror(tmp_path: Path, max_rows: int = 1000) -> VectorMirror:
+    """A copy over its own handle of the table, which sees every other handle's writes."""
+    loop = shared_event_loop()
+    table, _ = open_table(
+        loop, str(tmp_path / "db"), "test-model", DIM, read_consistency_s=0, index_cache_mb=64
+    )
+    return VectorMirror(table, max_rows)
+
+
+def _nearest(
+    mirror: VectorMirror, vector: np.ndarray, filters: SearchFilters, k: int
+) -> list[tuple[str, float]] | None:
+    found = shared_event_loop().run("test", mirror.nearest(vector, filters, k))
+    return None if found is None else [(key[0], score) for _, key, score in found]
+
+
+def _copied(mirror: VectorMirror, vector: np.ndarray) -> list[tuple[str, float]]:
+    """The copy's answer once it has read the table (the first asks start the read)."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        found = _nearest(mirror, vector, SearchFilters(), 5)
+        if found is not None:
+            return found
+        time.sleep(0.05)
+    raise AssertionError("the copy was not read within 30 s")
+
+
+def _exact(store: LanceMemoryStore, vector: np.ndarray, filters: SearchFilters, k: int) -> list:
+    return [(s.memory_id, s.score) for s in store.vector_search(vector, filters, k, exact=True)]
+
+
+@pytest.mark.parametrize(
+    "filters",
+    [
+        SearchFilters(),
+        SearchFilters(owner="ana"),
+        SearchFilters(owner="ana", include_shared=False),
+        SearchFilters(kinds=("chunk",)),
+        SearchFilters(exclude_kinds=("summary",)),
+        SearchFilters(owner="ben", exclude_kinds=("summary", "chunk")),
+        SearchFilters(owner="nobody", include_shared=False),
+    ],
+    ids=["none", "owner", "owner-alone", "kind", "not-summary", "owner-not-two", "no-row"],
+)
+def test_the_copy_answers_what_lancedb_exact_search_answers(
+    tmp_path: Path, filters: SearchFilters
+) -> None:
+    store = _lancedb_only(tmp_path)
+    mirror = _mirror(tmp_path)
+    queries = _vectors(8, 1)
+    _copied(mirror, queries[0])
+    for k in (1, 10, 100):
+        for query in queries:
+            found = _nearest(mirror, query, filters, k)
+            expected = _exact(store, query, filters, k)
+            assert found is not None
+            assert [m for m, _ in found] == [m for m, _ in expected]
+            assert np.allclose([s for _, s in found], [s for _, s in expected], atol=1e-5)
+
+
+def test_the_copy_leaves_filters_it_cannot_evaluate_to_lancedb(tmp_path: Path) -> None:
+    _lancedb_only(tmp_path)
+    mirror = _mirror(tmp_path)
+    query = _vectors(1, 1)[0]
+    _copied(mirror, query)
+    assert _nearest(mirror, query, SearchFilters(tags=("t",)), 5) is None
+    assert _nearest(mirror, query, SearchFilters(memory_ids=("m1", "m2")), 5) is None
+
+
+def test_a_write_makes_the_copy_step_aside_until_it_is_read_again(tmp_path: Path) -> None:
+    store = _lancedb_only(tmp_path)
+    mirror = _mirror(tmp_path)
+    query = _vectors(1, 1)[0]
+    before = _copied(mirror, query)
+    store.add(_memories(1, start=100), query[None, :])  # the new row is the nearest
+    assert _nearest(mirror, query, SearchFilters(), 5) is None
+    after = _copied(mirror, query)
+    assert after[0][0] == "m100" and after[1:] == before[:4]
+    store.delete(["m100"])
+    assert _nearest(mirror, query, SearchFilters(), 5) is None
+    assert _copied(mirror, query) == before
+
+
+def test_a_table_over_the_bound_is_never_copied(tmp_path: Path) -> None:
+    _lancedb_only(tmp_path, rows=60)
+    mirror = _mirror(tmp_path, max_rows=59)
+    query = _vectors(1, 1)[0]
+    for _ in range(20):
+        assert _nearest(mirror, query, SearchFilters(), 5) is None
+        time.sleep(0.02)
+    assert _nearest(_mirror(tmp_path, max_rows=0), query, SearchFilters(), 5) is None
+
+
+def test_an_empty_table_answers_no_hit(tmp_path: Path) -> None:
+    LanceMemoryStore(str(tmp_path / "db"), "test-model", DIM)
+    assert _copied(_mirror(tmp_path), _vectors(1, 1)[0]) == []
+
+
+def test_store_searches_follow_updates_and_deletes_with_the_copy_on(tmp_path: Path) -> None:
+    store = LanceMemoryStore(str(tmp_path / "db"), "test-model", DIM)
+    memories, vectors = _memories(60), _vectors(60, 0)
+    store.add(memories, vectors)
+    for _ in range(3):  # the first search starts the copy's read
+        store.vector_search(vectors[7], SearchFilters(), 5)
+        time.sleep(0.2)
+    assert store.vector_search(vectors[7], SearchFilters(), 5)[0].memory_id == "m7"
+    changed = dataclasses.replace(memories[7], content="rewritten fact")
+    store.replace(changed, None)
+    found = store.vector_search(vectors[7], SearchFilters(), 5)
+    load_memories(found)
+    assert found[0].memory == changed
+    store.delete(["m7"])
+    assert "m7" not in {s.memory_id for s in store.vector_search(vectors[7], SearchFilters(), 5)}
