@@ -90,7 +90,10 @@ class _Copy:
             return []
         query = np.asarray(vector, dtype=np.float32)
         query = query / max(float(np.linalg.norm(query)), 1e-12)
-        scores = self.unit @ query
+        # einsum's own loop, not BLAS: numpy's BLAS runs a product this size on
+        # threads that spin between calls, which cost a server search 17 ms of
+        # CPU (26 to 43) on 2 cores; einsum took 0.7 ms on one over 10k rows.
+        scores = np.einsum("ij,j->i", self.unit, query)
         passing = self._mask(filters)
         if passing is not None:
             scores[~passing] = -np.inf
