@@ -174,3 +174,20 @@ def test_store_searches_follow_updates_and_deletes_with_the_copy_on(tmp_path: Pa
     assert found[0].memory == changed
     store.delete(["m7"])
     assert "m7" not in {s.memory_id for s in store.vector_search(vectors[7], SearchFilters(), 5)}
+
+
+def test_another_handles_write_reaches_searches_within_the_consistency_window(
+    tmp_path: Path,
+) -> None:
+    reader = LanceMemoryStore(str(tmp_path / "db"), "test-model", DIM, read_consistency_s=0.2)
+    writer = LanceMemoryStore(str(tmp_path / "db"), "test-model", DIM)
+    writer.add(_memories(60), _vectors(60, 0))
+    query = _vectors(1, 1)[0]
+    time.sleep(0.3)
+    for _ in range(3):  # the first search starts the copy's read
+        reader.vector_search(query, SearchFilters(), 5)
+        time.sleep(0.2)
+    assert reader.vector_search(query, SearchFilters(), 5)[0].memory_id != "m100"
+    writer.add(_memories(1, start=100), query[None, :])
+    time.sleep(0.3)
+    assert reader.vector_search(query, SearchFilters(), 5)[0].memory_id == "m100"

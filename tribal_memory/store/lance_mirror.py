@@ -52,31 +52,50 @@ class _Copy:
     """The table's rows at one version: row ids, keys, codes of owner and kind, unit vectors."""
 
     version: int
-    row_ids: list[int]
+    row_ids: np.ndarray  # (n,) int64, LanceDB's _rowid
     keys: list[RowKey]
-    owner_codes: np.ndarray  # (n,) int32, index into ``owners``
+    owner_codes: np.ndarray  # (n,) int32, values of ``owners``
     owners: dict[str, int]
-    kind_codes: np.ndarray  # (n,) int32, index into ``kinds``
+    kind_codes: np.ndarray  # (n,) int32, values of ``kinds``
     kinds: dict[str, int]
     unit: np.ndarray  # (n, dim) float32, rows L2-normalised
 
     @classmethod
-    def of(cls, version: int, table: pa.Table) -> _Copy:
-        """The copy of ``table`` (the key columns, ``kind``, ``vector`` and ``_rowid``)."""
-        unit = vectors_of(table) if table.num_rows else np.zeros((0, 0), dtype=np.float32)
+    def empty(cls) -> _Copy:
+        """A copy of no row, to merge the first read into."""
+        none = np.zeros(0, dtype=np.int32)
+        return cls(-1, np.zeros(0, dtype=np.int64), [], none, {}, none, {}, np.zeros((0, 0)))
+
+    def merged(self, version: int, kept: np.ndarray, added: pa.Table | None) -> _Copy:
+        """This copy's rows where ``kept`` (bool, (n,)) is true, then the rows of ``added``.
+
+        ``added`` holds the key columns, ``kind``, ``vector`` and ``_rowid`` (None: no row).
+        """
+        owners, kinds = dict(self.owners), dict(self.kinds)
+        keys = [key for key, keep in zip(self.keys, kept.tolist(), strict=True) if keep]
+        if added is None or not added.num_rows:
+            return _Copy(
+                version,
+                self.row_ids[kept],
+                keys,
+                self.owner_codes[kept],
+                owners,
+                self.kind_codes[kept],
+                kinds,
+                self.unit[kept] if len(keys) else np.zeros((0, 0), dtype=np.float32),
+            )
+        unit = vectors_of(added)
         unit /= np.maximum(np.linalg.norm(unit, axis=1, keepdims=True), 1e-12)
-        owner_codes, owners = _codes(table.column("owner"))
-        kind_codes, kinds = _codes(table.column("kind"))
-        columns = [table.column(name).to_pylist() for name in KEY_COLUMNS]
-        return cls(
+        columns = [added.column(name).to_pylist() for name in KEY_COLUMNS]
+        return _Copy(
             version,
-            [int(r) for r in table.column("_rowid").to_pylist()],
-            list(zip(*columns, strict=True)) if table.num_rows else [],
-            owner_codes,
+            np.concatenate([self.row_ids[kept], _row_ids(added)]),
+            keys + list(zip(*columns, strict=True)),
+            np.concatenate([self.owner_codes[kept], _codes(added.column("owner"), owners)]),
             owners,
-            kind_codes,
+            np.concatenate([self.kind_codes[kept], _codes(added.column("kind"), kinds)]),
             kinds,
-            unit,
+            np.concatenate([self.unit[kept], unit]) if len(keys) else unit,
         )
 
     def nearest(
@@ -84,9 +103,9 @@ class _Copy:
     ) -> list[tuple[int, RowKey, float]]:
         """Up to ``k`` rows passing ``filters``, nearest first: (row id, key, cosine in [-1, 1]).
 
-        Ties keep the table's row order.
+        Ties keep the copy's row order.
         """
-        if not self.row_ids or k < 1:
+        if not len(self.row_ids) or k < 1:
             return []
         query = np.asarray(vector, dtype=np.float32)
         query = query / max(float(np.linalg.norm(query)), 1e-12)
@@ -103,7 +122,7 @@ class _Copy:
         else:
             best = np.lexsort((np.arange(len(scores)), -scores))
         return [
-            (self.row_ids[i], self.keys[i], float(scores[i]))
+            (int(self.row_ids[i]), self.keys[i], float(scores[i]))
             for i in best.tolist()
             if scores[i] > -np.inf
         ]
@@ -125,14 +144,16 @@ class _Copy:
         return mask
 
 
-def _codes(column: pa.ChunkedArray) -> tuple[np.ndarray, dict[str, int]]:
-    """Integer codes of a string column's values, and the code of each value."""
-    encoded = column.combine_chunks().dictionary_encode() if len(column) else None
-    if encoded is None:
-        return np.zeros(0, dtype=np.int32), {}
-    names = encoded.dictionary.to_pylist()
-    codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int32)
-    return codes, {name: code for code, name in enumerate(names)}
+def _row_ids(table: pa.Table) -> np.ndarray:
+    return np.asarray(table.column("_rowid").to_numpy(), dtype=np.int64)
+
+
+def _codes(column: pa.ChunkedArray, codes: dict[str, int]) -> np.ndarray:
+    """Integer codes of a string column's values, adding a code for each new value to ``codes``."""
+    values = column.to_pylist()
+    for value in set(values) - codes.keys():
+        codes[value] = len(codes)
+    return np.fromiter((codes[v] for v in values), dtype=np.int32, count=len(values))
 
 
 def _known(codes: dict[str, int], names: tuple[str, ...] | list[str]) -> list[int]:
@@ -173,19 +194,31 @@ class VectorMirror:
         if found is not None and found.version == version:
             return found.nearest(vector, filters, k)
         if self._too_large != version and (self._reading is None or self._reading.done()):
-            self._copy = None  # an old copy's memory goes before the new one is read
             self._reading = asyncio.get_running_loop().create_task(self._read(version))
         return None
 
     async def _read(self, version: int) -> None:
-        """Copy the table at ``version``, unless it is too large or changes meanwhile."""
+        """Bring the copy to ``version``, unless the table is too large or changes meanwhile.
+
+        Only the rows the copy lacks are read (by row id, after one scan of
+        the row ids): a write costs a read of its own rows, a compaction
+        (which moves every row) a read of all.
+        """
         try:
             if await self._table.count_rows() > self.max_rows:
-                self._too_large = version
+                self._too_large, self._copy = version, None
                 return
+            listed = await self._table.query().select(["chunk_index"]).with_row_id().to_arrow()
+            ids = _row_ids(listed)
+            base = self._copy or _Copy.empty()
+            missing = ids[~np.isin(ids, base.row_ids)].tolist()
             columns = [*KEY_COLUMNS, "kind", "vector"]
-            table = await self._table.query().select(columns).with_row_id().to_arrow()
+            added = (
+                await self._table.take_row_ids(missing).select(columns).with_row_id().to_arrow()
+                if missing
+                else None
+            )
             if await self._table.version() == version:
-                self._copy = _Copy.of(version, table)
+                self._copy = base.merged(version, np.isin(base.row_ids, ids), added)
         except Exception:  # noqa: BLE001 - searches go to LanceDB; the next one tries again
             self._copy = None
