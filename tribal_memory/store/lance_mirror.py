@@ -10,11 +10,12 @@ answered from it while the table is still at that version. At 100,000 rows
 the product took 9.8 ms on both cores, more than the IVF index, so larger
 tables are never copied.
 
-The copy is read in the background once a search finds it missing or made
-for an older version; meanwhile searches go to LanceDB as before. A search
-therefore sees exactly the rows LanceDB would show it (this handle's own
-writes at once, other processes' after ``read_consistency_s``), and the
-answer is the exact top-k where the IVF index is approximate.
+The first search that finds the copy missing or made for an older version
+brings it up to date, reading only the rows it lacks. A search therefore
+sees exactly the rows LanceDB would show it (this handle's own writes at
+once, other processes' after ``read_consistency_s``), every search of one
+version is answered from the copy (the same question, the same scores), and
+the answer is the exact top-k where the IVF index is approximate.
 """
 
 from __future__ import annotations
@@ -176,29 +177,38 @@ class VectorMirror:
         self.max_rows = max_rows
         self._copy: _Copy | None = None
         self._too_large: int | None = None  # a version found over max_rows
-        self._reading: asyncio.Task[None] | None = None
+        self._reading: tuple[int, asyncio.Future[_Copy | None]] | None = None
 
     async def nearest(
         self, vector: Vector, filters: SearchFilters, k: int
     ) -> list[tuple[int, RowKey, float]] | None:
         """The exact top ``k`` (as :meth:`_Copy.nearest`), or None when the copy cannot answer.
 
-        None: the table is over ``max_rows``, the filter is not one the copy
-        evaluates, or the copy is missing or older than the table (its read
-        is then started in the background).
+        A copy older than the table is first brought up to date (searches
+        asking meanwhile wait for the same read), so every search of one
+        table version gets its answer from the same place and the same
+        question gets the same scores.
+
+        None: the filter is not one the copy evaluates, the table is over
+        ``max_rows``, or it changed during the read (LanceDB answers).
         """
         if self.max_rows <= 0 or not answerable(filters):
             return None
         version = await self._table.version()
         found = self._copy
-        if found is not None and found.version == version:
-            return found.nearest(vector, filters, k)
-        if self._too_large != version and (self._reading is None or self._reading.done()):
-            self._reading = asyncio.get_running_loop().create_task(self._read(version))
-        return None
+        if found is None or found.version != version:
+            if self._too_large == version:
+                return None
+            if self._reading is None or self._reading[0] != version:
+                self._reading = (version, asyncio.ensure_future(self._read(version)))
+            # shield: a cancelled search leaves the read to the others waiting for it
+            found = await asyncio.shield(self._reading[1])
+            if found is None:
+                return None
+        return found.nearest(vector, filters, k)
 
-    async def _read(self, version: int) -> None:
-        """Bring the copy to ``version``, unless the table is too large or changes meanwhile.
+    async def _read(self, version: int) -> _Copy | None:
+        """Bring the copy to ``version``; None when the table is too large or changes meanwhile.
 
         Only the rows the copy lacks are read (by row id, after one scan of
         the row ids): a write costs a read of its own rows, a compaction
@@ -207,7 +217,7 @@ class VectorMirror:
         try:
             if await self._table.count_rows() > self.max_rows:
                 self._too_large, self._copy = version, None
-                return
+                return None
             listed = await self._table.query().select(["chunk_index"]).with_row_id().to_arrow()
             ids = _row_ids(listed)
             base = self._copy or _Copy.empty()
@@ -218,7 +228,10 @@ class VectorMirror:
                 if missing
                 else None
             )
-            if await self._table.version() == version:
-                self._copy = base.merged(version, np.isin(base.row_ids, ids), added)
-        except Exception:  # noqa: BLE001 - searches go to LanceDB; the next one tries again
+            if await self._table.version() != version:
+                return None
+            self._copy = base.merged(version, np.isin(base.row_ids, ids), added)
+            return self._copy
+        except Exception:  # noqa: BLE001 - LanceDB answers; the next search reads again
             self._copy = None
+            return None
