@@ -21,6 +21,7 @@ the answer is the exact top-k where the IVF index is approximate.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,17 +36,16 @@ from tribal_memory.store.lance_rows import vectors_of
 
 
 def answerable(filters: SearchFilters) -> bool:
-    """Whether the copy can evaluate ``filters``: owner (with shared) and kinds only."""
-    return not (
-        filters.tags
-        or filters.sources
-        or filters.since is not None
-        or filters.until is not None
-        or filters.memory_ids is not None
-        or filters.doc_ids
-        or filters.exclude_doc_ids
-        or filters.paths
-    )
+    """Whether the copy can evaluate ``filters``: owner (with shared) and kinds only.
+
+    Any other field set (tags, sources, time, ids, doc ids, paths, and any
+    field added later) leaves the search to LanceDB.
+    """
+    rest = dataclasses.replace(filters, owner=None, include_shared=True, kinds=(), exclude_kinds=())
+    return rest == _NO_FILTER
+
+
+_NO_FILTER = SearchFilters()
 
 
 @dataclass(frozen=True, slots=True)
