@@ -18,6 +18,8 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from tribal_memory.base.results import LearnedParts
 
 DEFAULT_EMBEDDING_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+DEFAULT_KEEP_VERSIONS_S = 10
+"""Default of :attr:`Settings.keep_versions_s`, shared by the store's constructors."""
 _LOCAL_HOST_NAMES = ("localhost", "127.0.0.1", "::1")
 _WILDCARD_BINDS = ("0.0.0.0", "::", "")
 
@@ -192,7 +194,7 @@ class Settings(BaseSettings):
     optimize_small_fragments: int = Field(default=32, ge=1)
     """Small table fragments (left by small writes, updates and deletes) at which the
     automatic ``optimize()`` runs whatever the row count."""
-    keep_versions_s: int = Field(default=10, ge=0)
+    keep_versions_s: int = Field(default=DEFAULT_KEEP_VERSIONS_S, ge=0)
     """Seconds a superseded LanceDB table version stays on disk before ``optimize()`` removes
     it; keep it above every replica's ``read_consistency_s`` plus the longest search (backups
     and exports pin the version they read, whatever this is)."""

@@ -34,7 +34,7 @@ import numpy as np
 import pyarrow.compute as pc
 from lancedb.query import ColumnOrdering
 
-from tribal_memory.base.config import Settings
+from tribal_memory.base.config import DEFAULT_KEEP_VERSIONS_S, Settings
 from tribal_memory.base.errors import InvalidInput, NotFound
 from tribal_memory.base.models import Memory, SearchFilters
 from tribal_memory.embeddings.base import Vector
@@ -123,7 +123,7 @@ class LanceMemoryStore(MemoryStore):
         optimize_every_rows: int = 2_000,
         optimize_growth: float = 0.1,
         optimize_interval_s: float = 60.0,
-        keep_versions_s: int = 10,
+        keep_versions_s: int = DEFAULT_KEEP_VERSIONS_S,
         optimize_small_fragments: int = 32,
         index_cache_mb: int = 1024,
         maintenance_lock: AbstractContextManager[object] | None = None,
@@ -217,7 +217,9 @@ class LanceMemoryStore(MemoryStore):
         )
 
     @classmethod
-    def open_existing(cls, uri: str, *, keep_versions_s: int = 10) -> LanceMemoryStore | None:
+    def open_existing(
+        cls, uri: str, *, keep_versions_s: int = DEFAULT_KEEP_VERSIONS_S
+    ) -> LanceMemoryStore | None:
         """The store at ``uri`` with the model its table records; None when it has no table.
 
         For tools that need no embedding model (backup). No table is created
