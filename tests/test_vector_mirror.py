@@ -8,7 +8,6 @@ than its bound.
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -17,7 +16,6 @@ import numpy as np
 import pytest
 
 from tribal_memory.base.models import Memory, MemoryKind, SearchFilters
-from tribal_memory.store.base import load_memories
 from tribal_memory.store.event_loop import shared_event_loop
 from tribal_memory.store.lance_mirror import VectorMirror
 from tribal_memory.store.lance_table import open_table
@@ -168,20 +166,6 @@ def test_a_table_over_the_bound_is_never_copied(tmp_path: Path) -> None:
 def test_an_empty_table_answers_no_hit(tmp_path: Path) -> None:
     LanceMemoryStore(str(tmp_path / "db"), "test-model", DIM)
     assert _copied(_mirror(tmp_path), _vectors(1, 1)[0]) == []
-
-
-def test_store_searches_follow_updates_and_deletes_with_the_copy_on(tmp_path: Path) -> None:
-    store = LanceMemoryStore(str(tmp_path / "db"), "test-model", DIM)
-    memories, vectors = _memories(60), _vectors(60, 0)
-    store.add(memories, vectors)
-    assert store.vector_search(vectors[7], SearchFilters(), 5)[0].memory_id == "m7"
-    changed = dataclasses.replace(memories[7], content="rewritten fact")
-    store.replace(changed, None)
-    found = store.vector_search(vectors[7], SearchFilters(), 5)
-    load_memories(found)
-    assert found[0].memory == changed
-    store.delete(["m7"])
-    assert "m7" not in {s.memory_id for s in store.vector_search(vectors[7], SearchFilters(), 5)}
 
 
 def test_another_handles_write_reaches_searches_within_the_consistency_window(

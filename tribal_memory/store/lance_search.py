@@ -52,7 +52,7 @@ class LanceSearch:
         recent: Rows written since the last ``optimize()`` (shared with the writes).
         write_lock: The store's write lock; :meth:`nearest` reads ``recent`` under it.
         nprobes: IVF partitions searched per vector query once the index exists.
-        mirror: The in-memory copy of a small table's vectors (None: none).
+        mirror: The in-memory copy of a small table's vectors (its ``max_rows`` 0: off).
     """
 
     def __init__(
@@ -64,7 +64,7 @@ class LanceSearch:
         write_lock: threading.Lock,
         *,
         nprobes: int,
-        mirror: VectorMirror | None = None,
+        mirror: VectorMirror,
     ) -> None:
         self._table = table
         self._loop = loop
@@ -104,7 +104,7 @@ class LanceSearch:
         where = filter_sql(filters)
 
         async def search() -> list[ScoredMemory]:
-            copied = await self._mirror.nearest(vector, filters, k) if self._mirror else None
+            copied = await self._mirror.nearest(vector, filters, k)
             if copied is not None:
                 return [
                     ScoredMemory.deferred(key, score, ref, self._rows) for ref, key, score in copied
