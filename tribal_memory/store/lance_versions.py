@@ -26,6 +26,7 @@ from __future__ import annotations
 import secrets
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -132,15 +133,31 @@ async def pin_version(table: AsyncTable, version: int) -> str:
     return name
 
 
-async def prune_versions(table: AsyncTable, keep_s: float) -> bool:
+@dataclass(frozen=True, slots=True)
+class Prune:
+    """What one :func:`prune_versions` did.
+
+    Attributes:
+        ran: LanceDB's ``optimize()`` ran (False: no version was old enough to go).
+        committed: Versions that ``optimize()`` committed. It removes old
+            versions between its compaction and its index steps, so rows
+            written since the last run, or an index step the last run left
+            undone, leave the version before them on disk: a later prune
+            removes it.
+    """
+
+    ran: bool
+    committed: int
+
+
+async def prune_versions(table: AsyncTable, keep_s: float) -> Prune:
     """Remove stale pins, then the versions superseded more than ``keep_s`` seconds ago.
 
     Runs LanceDB's ``optimize()`` with the age from :func:`cleanup_age`;
     called right after the compaction and index steps of an ``optimize()``,
     which it then finds done (rows appended meanwhile are folded in too).
-    A version that a tag names stays, and so does every later one. Returns
-    whether LanceDB's ``optimize()`` ran (False: no version to remove).
-    LanceDB's errors pass.
+    A version that a tag names stays, and so does every later one. LanceDB's
+    errors pass.
     """
     now = time.time()
     tags = await table.tags.list()
@@ -154,6 +171,7 @@ async def prune_versions(table: AsyncTable, keep_s: float) -> bool:
         sorted(created.values()), now, keep_s, pinned_s=min(pinned) if pinned else None
     )
     if age is None:
-        return False
+        return Prune(ran=False, committed=0)
+    before = await table.version()
     await table.optimize(cleanup_older_than=age)
-    return True
+    return Prune(ran=True, committed=await table.version() - before)
