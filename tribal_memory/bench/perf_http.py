@@ -103,25 +103,32 @@ SETTLE_TIMEOUT_S = 900.0
 
 
 def wait_until_indexed(client: httpx.Client, timeout_s: float = SETTLE_TIMEOUT_S) -> float:
-    """Seconds until ``GET /v1/stats`` reports no row outside the indexes.
+    """Seconds until ``GET /v1/stats`` reports no row outside the indexes and one table version.
 
     An import leaves its rows to the server's automatic ``optimize()``
     unless it grew the table by a tenth or more, so right after a bulk load
-    the last rows may still be unindexed and a rewrite may be running; the
-    timed searches start once they are folded in (that ``optimize()`` has
-    done its rewrite by then: it indexes last).
+    the last rows may still be unindexed and a rewrite may be running; and
+    each rewrite's superseded files stay until ``keep_versions_s`` passed,
+    then are removed (gigabytes at a million memories). The timed searches
+    start once both are done, so they measure the store, not the load's
+    aftermath.
 
     Raises:
-        TribalError: the rows are not indexed after ``timeout_s`` seconds.
+        TribalError: the rows are not indexed, or old versions are still
+            kept, after ``timeout_s`` seconds.
     """
     started = time.perf_counter()
     while True:
         response = client.get("/v1/stats")
         check_response(response, "stats")
-        if int(response.json()["unindexed_rows"]) == 0:
+        body = response.json()
+        if int(body["unindexed_rows"]) == 0 and int(body["versions"]) <= 1:
             return time.perf_counter() - started
         if time.perf_counter() - started > timeout_s:
-            raise TribalError(f"the loaded rows were not indexed within {timeout_s:.0f} s")
+            raise TribalError(
+                f"the loaded rows were not indexed, or old versions not removed, "
+                f"within {timeout_s:.0f} s"
+            )
         time.sleep(0.5)
 
 
