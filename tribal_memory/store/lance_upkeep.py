@@ -124,6 +124,10 @@ class Upkeep:
         """A pending re-check of the automatic optimize (see :meth:`after_write`)."""
         self._prune_timer: threading.Timer | None = None
         """A pending removal of the versions the last ``optimize()`` superseded."""
+        self._prune_first = False
+        """The pending prune is the first after an ``optimize()`` (see :meth:`_prune_pending`)."""
+        self._pruned_at = 0.0
+        """When the last background prune started (``time.monotonic()``)."""
 
     def note_rows(self, rows: int) -> None:
         """Count ``rows`` rows written, updated or deleted; call it under the write lock."""
@@ -239,11 +243,14 @@ class Upkeep:
         in the rows written since and may finish an index step the last run
         left undone; what that commits supersedes one more version, which
         only a later prune removes. So a prune that committed something is
-        followed by another, ``keep_versions_s`` later, up to
-        ``PRUNE_FOLLOW_UPS`` times after each ``optimize()``: without it, a
-        store written to just before it fell quiet kept the version before
-        its last fold for good (at a million memories, 7.6 GB on disk against
-        3.0 GB after one ``optimize()``, docs/history.md).
+        followed by another ``keep_versions_s`` later, up to
+        ``PRUNE_FOLLOW_UPS`` times after each ``optimize()``, unless rows
+        were written since it started: those are left to the automatic
+        ``optimize()`` (:meth:`after_write`), which prunes after itself.
+        Without the follow-up, a store written to just before it fell quiet
+        kept the version before its last fold for good; folding rows in
+        prune after prune instead would extend the IVF index by a segment
+        each time without the retraining an ``optimize()`` checks for.
 
         Returns:
             True when LanceDB committed a new version, leaving the one before
@@ -278,21 +285,25 @@ class Upkeep:
             )
             timer.daemon = True
             self._prune_timer = timer
+            self._prune_first = follow_ups == PRUNE_FOLLOW_UPS
             timer.start()
 
     def _background_prune(self, follow_ups: int) -> None:
         """The prune timer's body; a failure is logged (the next ``optimize()`` retries).
 
         A prune that left a superseded version is followed by another while
-        ``follow_ups`` allows (see :meth:`prune`). An automatic
-        ``optimize()`` that fell due meanwhile waited for the prunes (see
-        :meth:`_check_maintenance`); it starts after the last one.
+        ``follow_ups`` allows; a follow-up is skipped when rows were written
+        since the last prune started (see :meth:`prune`). An automatic
+        ``optimize()`` that fell due while the first prune was pending waited
+        for it (see :meth:`_prune_pending`); it starts now.
         """
         left = False
-        try:
-            left = self.prune()
-        except StoreUnavailable as exc:
-            logger.warning("removing old table versions failed: %s", exc.detail)
+        if follow_ups == PRUNE_FOLLOW_UPS or self._written_at <= self._pruned_at:
+            self._pruned_at = time.monotonic()
+            try:
+                left = self.prune()
+            except StoreUnavailable as exc:
+                logger.warning("removing old table versions failed: %s", exc.detail)
         with self._maintenance_lock:
             current = self._prune_timer is threading.current_thread()
             if current:
@@ -306,13 +317,22 @@ class Upkeep:
     def _prune_pending(self) -> bool:
         """True while the versions the last ``optimize()`` superseded are still on disk.
 
-        Never with ``keep_versions_s`` 0: each run removes them itself.
+        Never with ``keep_versions_s`` 0: each run removes them itself. A
+        follow-up prune (see :meth:`prune`) does not count: what it removes
+        is one prune's fold, not a rewrite of the table, and an ``optimize()``
+        due meanwhile (updates leaving one-row fragments) would otherwise
+        wait ``keep_versions_s`` more.
         """
         if self._policy.keep_versions_s <= 0:
             return False
         with self._maintenance_lock:
-            timer = self._prune_timer
-        return timer is not None and timer.is_alive() and timer is not threading.current_thread()
+            timer, first = self._prune_timer, self._prune_first
+        return (
+            first
+            and timer is not None
+            and timer.is_alive()
+            and timer is not threading.current_thread()
+        )
 
     def index_state(self) -> dict[str, bool]:
         """``{"fts": bool, "ann": bool}``: whether the BM25 and the IVF vector index exist.
