@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from builders import stored_memory
 from litestar.testing import TestClient
 from local import LOCAL_URL
 
@@ -27,12 +27,14 @@ def _memory(
     parent_id: str | None = None,
     section: int | None = None,
 ) -> Memory:
-    now = datetime.now(UTC)
-    metadata = {} if section is None else {"section": section}
-    return Memory(
-        memory_id, memory_id, owner, "fact", (), None, doc_id, None, parent_id, now, now, None,
-        metadata,
-    )  # fmt: skip
+    return stored_memory(
+        memory_id,
+        memory_id,
+        owner=owner,
+        doc_id=doc_id,
+        parent_id=parent_id,
+        metadata=None if section is None else {"section": section},
+    )
 
 
 def _candidates(*scored: tuple[Memory, float]) -> list[Candidate]:

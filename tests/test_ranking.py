@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from concurrent.futures import Future
-from datetime import UTC, datetime
 
 import pytest
+from builders import stored_memory
 
 from tribal_memory.base.config import Settings
-from tribal_memory.base.models import Memory
 from tribal_memory.base.results import Hit
 from tribal_memory.learned.feedback import UsagePrior
 from tribal_memory.retrieval.fusion import Candidate
@@ -34,15 +33,10 @@ SETTINGS = Settings(
 )
 
 
-def _memory(memory_id: str) -> Memory:
-    now = datetime.now(UTC)
-    return Memory(memory_id, memory_id, "o", "fact", (), None, None, None, None, now, now, None, {})
-
-
 def _pool(*scores: tuple[str, float, float]) -> list[Candidate]:
     """Candidates ``(id, fused score, BM25 part)``, best first, with a cosine each."""
     return [
-        Candidate(_memory(i), score, vector=score, text=text, cosine=score)
+        Candidate(stored_memory(i, i), score, vector=score, text=text, cosine=score)
         for i, score, text in scores
     ]
 
@@ -129,7 +123,7 @@ def test_memories_from_outside_the_pool_are_scored_only_when_they_could_rank() -
 
     def score_ids(ids: Sequence[str]) -> list[ScoredMemory]:
         asked.append(sorted(ids))
-        return [ScoredMemory(_memory(i), 0.6) for i in sorted(ids)]
+        return [ScoredMemory(stored_memory(i, i), 0.6) for i in sorted(ids)]
 
     # The pool's lowest cosine (0.3) bounds an outside memory's vector part at 0,
     # so only a gain that reaches the second score (0.6) can make it a hit.

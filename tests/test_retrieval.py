@@ -2,21 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 import pytest
+from builders import stored_memory
 
 from tribal_memory.base.models import Memory
 from tribal_memory.retrieval.fusion import fuse, fused_candidates, smooth_neighbours, vector_scale
 from tribal_memory.store.base import ScoredMemory
 
-
-def _memory(memory_id: str) -> Memory:
-    now = datetime.now(UTC)
-    return Memory(memory_id, memory_id, "o", "fact", (), None, None, None, None, now, now, None, {})
-
-
-A, B, C = _memory("a"), _memory("b"), _memory("c")
+A, B, C = (stored_memory(memory_id, memory_id) for memory_id in "abc")
 
 
 def test_weighted_fusion_normalises_and_combines() -> None:
@@ -90,10 +83,7 @@ def test_min_max_fusion_spreads_each_list_over_the_unit_range() -> None:
 
 
 def _turn(memory_id: str, index: int, doc: str = "s1", owner: str = "o") -> Memory:
-    now = datetime.now(UTC)
-    return Memory(
-        memory_id, memory_id, owner, "fact", (), None, doc, index, None, now, now, None, {}
-    )
+    return stored_memory(memory_id, memory_id, owner=owner, doc_id=doc, chunk_index=index)
 
 
 def test_neighbour_smoothing_lifts_the_turn_next_to_a_strong_match() -> None:

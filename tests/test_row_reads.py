@@ -8,10 +8,10 @@ nor with a count from before a write.
 from __future__ import annotations
 
 import dataclasses
-from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
+from builders import stored_memory
 
 from tribal_memory.base.models import Memory, SearchFilters
 from tribal_memory.store.base import load_memories
@@ -23,9 +23,14 @@ DIM = 16
 def _memory(
     memory_id: str, content: str, *, doc_id: str | None = None, at: int | None = None
 ) -> Memory:
-    now = datetime.now(UTC)
-    return Memory(
-        memory_id, content, "o", "fact", ("t",), "src", doc_id, at, None, now, now, None, {"n": 1}
+    return stored_memory(
+        memory_id,
+        content,
+        tags=("t",),
+        source="src",
+        doc_id=doc_id,
+        chunk_index=at,
+        metadata={"n": 1},
     )
 
 

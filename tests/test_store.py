@@ -9,6 +9,7 @@ from pathlib import Path
 import lancedb
 import numpy as np
 import pytest
+from builders import stored_memory
 from lancedb.index import IvfFlat
 
 from tribal_memory.base.errors import EmbeddingModelMismatch
@@ -18,21 +19,8 @@ from tribal_memory.store.lancedb import LanceMemoryStore
 
 
 def _memory(memory_id: str, content: str, owner: str = "o") -> Memory:
-    now = datetime.now(UTC)
-    return Memory(
-        memory_id,
-        content,
-        owner,
-        "fact",
-        ("t",),
-        "src",
-        None,
-        None,
-        None,
-        now,
-        now,
-        None,
-        {"k": 1},
+    return stored_memory(
+        memory_id, content, owner=owner, tags=("t",), source="src", metadata={"k": 1}
     )
 
 

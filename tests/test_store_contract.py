@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from builders import stored_memory
 from memory_store import HashEmbedder, InMemoryStore
 
 from tribal_memory.base.errors import InvalidInput, NotFound
@@ -41,18 +42,15 @@ def _memory(
     event_time: datetime | None = None,
     doc_id: str | None = None,
 ) -> Memory:
-    return Memory(
-        memory_id=memory_id,
-        content=content,
+    return stored_memory(
+        memory_id,
+        content,
         owner=owner,
         kind=kind,
         tags=tags,
         source=source,
         doc_id=doc_id,
-        chunk_index=None,
-        parent_id=None,
         created_at=created_at,
-        updated_at=created_at,
         event_time=event_time,
         metadata={"n": 1, "note": memory_id},
     )

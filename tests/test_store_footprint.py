@@ -13,6 +13,7 @@ from pathlib import Path
 
 import lancedb
 import numpy as np
+from builders import stored_memory
 
 from tribal_memory.base.models import Memory, SearchFilters
 from tribal_memory.store.lance_footprint import index_kind, table_footprint
@@ -25,21 +26,7 @@ DIM = 16
 def _memories(start: int, count: int) -> list[Memory]:
     now = datetime.now(UTC)
     return [
-        Memory(
-            f"m{i:05d}",
-            f"memory {i} mentions the token w{i:05d}",
-            "o",
-            "fact",
-            (),
-            None,
-            None,
-            None,
-            None,
-            now,
-            now,
-            None,
-            {},
-        )
+        stored_memory(f"m{i:05d}", f"memory {i} mentions the token w{i:05d}", created_at=now)
         for i in range(start, start + count)
     ]
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from builders import stored_memory
 
 from tribal_memory.base.models import Memory, MemoryKind, SearchFilters
 from tribal_memory.store.event_loop import shared_event_loop
@@ -29,20 +30,12 @@ KINDS: tuple[MemoryKind, ...] = ("fact", "chunk", "summary")
 def _memories(n: int, start: int = 0) -> list[Memory]:
     now = datetime.now(UTC)
     return [
-        Memory(
+        stored_memory(
             f"m{i}",
             f"fact number {i}",
-            OWNERS[i % 3],
-            KINDS[(i // 3) % 3],
-            (),
-            None,
-            None,
-            None,
-            None,
-            now,
-            now,
-            None,
-            {},
+            owner=OWNERS[i % 3],
+            kind=KINDS[(i // 3) % 3],
+            created_at=now,
         )
         for i in range(start, start + n)
     ]
