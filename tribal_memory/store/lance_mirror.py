@@ -31,7 +31,7 @@ from lancedb.table import AsyncTable
 from tribal_memory.base.models import SHARED_OWNER, SearchFilters
 from tribal_memory.embeddings.base import Vector
 from tribal_memory.store.base import RowKey
-from tribal_memory.store.lance_rowcache import KEY_COLUMNS
+from tribal_memory.store.lance_keys import KEY_COLUMNS
 from tribal_memory.store.lance_rows import vectors_of
 
 

@@ -4,10 +4,11 @@ A vector or BM25 search asks LanceDB for row ids and scores only: reading
 any column of the 150 candidates of a path is a second stage of LanceDB's
 plan that costs about as much CPU as the search itself (issue 30). Fusion
 and neighbour smoothing need four small columns of every candidate
-(:data:`KEY_COLUMNS`), the hits the whole row. :class:`RowCache` keeps both
-by row id: the keys of every row seen (bounded), and the whole memories of
-recent hits (a small LRU), reading what it lacks with one
-``take_row_ids`` per search.
+(:data:`~.lance_keys.KEY_COLUMNS`), the hits the whole row. :class:`RowCache`
+keeps both by row id: the keys of every row of a table of up to
+``max_table_rows`` rows (:mod:`.lance_keys`) and of the rows read since,
+and the whole memories of recent hits (a small LRU), reading what it lacks
+with one ``take_row_ids`` per search.
 
 Why a row id may key a cache: without stable row ids (this store does not
 enable them), LanceDB's row id is the row's address (fragment id << 32 |
@@ -21,6 +22,7 @@ read by memory id where they differ.
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections import OrderedDict
@@ -32,12 +34,17 @@ from lancedb.table import AsyncTable
 from tribal_memory.base.models import Memory
 from tribal_memory.store.base import RowKey, RowRef
 from tribal_memory.store.event_loop import EventLoop
+from tribal_memory.store.lance_keys import (
+    KEY_COLUMNS,
+    MAX_ROWS,
+    RECHECK_AFTER_MISSES,
+    KeyTable,
+    read_keys,
+)
 from tribal_memory.store.lance_rows import COLUMNS, in_list, memory_rows, to_memory
 
-KEY_COLUMNS = ("memory_id", "owner", "doc_id", "chunk_index")
-"""What fusion and neighbour smoothing read of every candidate (:data:`RowKey`)."""
 MAX_KEYS = 250_000
-"""Row keys kept (about 60 MB at most); all are dropped when full."""
+"""Row keys kept beside the key table (about 60 MB at most); all are dropped when full."""
 MAX_MEMORIES = 4096
 """Whole memories of recent hits kept (least recently used dropped first)."""
 
@@ -48,8 +55,11 @@ class RowCache:
     Args:
         table: The open memory table.
         loop: The event loop every LanceDB call runs on.
-        max_keys: Row keys kept (all dropped when full).
+        max_keys: Row keys kept beside the key table (all dropped when full).
         max_memories: Whole memories kept (least recently used dropped).
+        max_table_rows: Largest table whose keys are all read at once
+            (:class:`~.lance_keys.KeyTable`; 0: never, each key is read
+            when a search first returns its row).
     """
 
     def __init__(
@@ -59,28 +69,75 @@ class RowCache:
         *,
         max_keys: int = MAX_KEYS,
         max_memories: int = MAX_MEMORIES,
+        max_table_rows: int = MAX_ROWS,
     ) -> None:
         self._table = table
         self._loop = loop
         self._max_keys = max_keys
         self._max_memories = max_memories
+        self._max_table_rows = max_table_rows
         self._keys: dict[int, RowKey] = {}
         self._memories: OrderedDict[int, Memory] = OrderedDict()
         self._lock = threading.Lock()
+        self._key_table: KeyTable | None = None
+        self._reading: asyncio.Future[KeyTable | None] | None = None
+        """The scan of every key in progress, or done (its table, None: too large or failed)."""
+        self._misses = 0
+        """Keys read by row id since the last scan started."""
 
     async def keys(self, refs: Sequence[int]) -> list[RowKey | None]:
         """The key of each row id, read in one ``take`` for those not kept (on the loop).
 
+        The first call reads every row's key when the table has at most
+        ``max_table_rows`` rows (calls meanwhile wait for the same scan), and
+        again once :meth:`KeyTable.reload_after` rows were read beside it
+        (a table found too large is counted again after
+        ``RECHECK_AFTER_MISSES``).
+
         Returns:
-            One key per row id, None for a row the table no longer has.
+            One key per row id; None for a row the table no longer has,
+            unless its key was read before it went (a search that returned
+            it then leaves it out when its memory cannot be read).
         """
         with self._lock:
-            missing = [r for r in refs if r not in self._keys]
+            found = {r: self._keys[r] for r in refs if r in self._keys}
+        missing = [r for r in refs if r not in found]
+        if missing:
+            key_table = await self._whole_table()
+            if key_table is not None:
+                found.update(key_table.find(missing))
+                missing = [r for r in missing if r not in found]
         if missing:
             query = self._table.take_row_ids(missing).select(list(KEY_COLUMNS)).with_row_id()
-            self._keep_keys(await query.to_arrow())
+            found.update(self._keep_keys(await query.to_arrow()))
+        return [found.get(r) for r in refs]
+
+    async def _whole_table(self) -> KeyTable | None:
+        """The key table, read first if not read yet (None: too large, off, or failed).
+
+        Only the first scan is waited for; a later one runs while searches
+        go on with the table it replaces.
+        """
+        if self._max_table_rows <= 0:
+            return None
+        if self._reading is None:
+            self._misses = 0
+            self._reading = asyncio.ensure_future(self._read_whole())
+        if self._key_table is not None and not self._reading.done():
+            return self._key_table  # read again in the background meanwhile
+        # shield: a cancelled search leaves the scan to the others waiting for it
+        return await asyncio.shield(self._reading)
+
+    async def _read_whole(self) -> KeyTable | None:
+        try:
+            key_table = await read_keys(self._table, self._max_table_rows)
+        except Exception:  # noqa: BLE001 - keys are then read by row id; tried again later
+            key_table = None
         with self._lock:
-            return [self._keys.get(r) for r in refs]
+            self._key_table = key_table
+            if key_table is not None:
+                self._keys.clear()  # the table holds them
+        return key_table
 
     def memories(self, rows: Sequence[tuple[RowRef, str]]) -> dict[str, Memory]:
         """See :meth:`tribal_memory.store.base.RowSource.memories` (blocks on the loop).
@@ -130,13 +187,26 @@ class RowCache:
             found.update((m.memory_id, m) for m in map(to_memory, memory_rows(again)))
         return found
 
-    def _keep_keys(self, table: pa.Table) -> None:
+    def _keep_keys(self, table: pa.Table) -> dict[int, RowKey]:
+        """Keep the keys of ``table`` (key columns and ``_rowid``); returns them by row id.
+
+        Counts them as misses of the key table: past its
+        :meth:`KeyTable.reload_after` (or ``RECHECK_AFTER_MISSES`` without
+        one), the next miss scans the table again.
+        """
         refs = table.column("_rowid").to_pylist()
         columns = [table.column(name).to_pylist() for name in KEY_COLUMNS]
+        read = dict(zip(refs, zip(*columns, strict=True), strict=True))
         with self._lock:
-            if len(self._keys) + len(refs) > self._max_keys:
+            if len(self._keys) + len(read) > self._max_keys:
                 self._keys.clear()
-            self._keys.update(zip(refs, zip(*columns, strict=True), strict=True))
+            self._keys.update(read)
+            key_table = self._key_table
+        self._misses += len(read)
+        limit = RECHECK_AFTER_MISSES if key_table is None else key_table.reload_after()
+        if self._misses >= limit and self._reading is not None and self._reading.done():
+            self._reading = None  # scanned again at the next miss
+        return read
 
 
 class RowCounts:
