@@ -20,6 +20,8 @@ from tribal_memory.base.results import LearnedParts
 DEFAULT_EMBEDDING_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 DEFAULT_KEEP_VERSIONS_S = 10
 """Default of :attr:`Settings.keep_versions_s`, shared by the store's constructors."""
+DEFAULT_ROW_KEYS_MAX_ROWS = 4_000_000
+"""Default of :attr:`Settings.row_keys_max_rows`, shared by the store's constructors."""
 _LOCAL_HOST_NAMES = ("localhost", "127.0.0.1", "::1")
 _WILDCARD_BINDS = ("0.0.0.0", "::", "")
 
@@ -183,6 +185,10 @@ class Settings(BaseSettings):
     exact_vector_max_rows: int = Field(default=25_000, ge=0)
     """Tables of up to this many memories keep a copy of their vectors in memory and answer
     vector search exactly from it (about 1.5 KB a memory); 0: every search asks LanceDB."""
+    row_keys_max_rows: int = Field(default=DEFAULT_ROW_KEYS_MAX_ROWS, ge=0)
+    """Tables of up to this many memories keep every row's key (id, owner, document, position)
+    in memory, read in one scan (about 65 MB a million memories), so a search reads none of its
+    candidates' rows; 0: each key is read when a search first returns its row."""
     optimize_every_rows: int = Field(default=2_000, ge=1)
     """Least rows written between automatic ``optimize()`` runs (fold into indexes, compact)."""
     optimize_growth: float = Field(default=0.1, gt=0.0, le=1.0)

@@ -8,7 +8,8 @@ that read took 7.1 ms a path (300 random rows, 9.9 ms of CPU), where one
 scan of the four columns of all 1,002,560 rows took 0.29 s and 65 MB, and
 looking up 150 keys in what it read 0.5 ms (in-process, 2 cores). So
 :class:`~.lance_rowcache.RowCache` keeps a :class:`KeyTable` of every row
-of a table of up to ``max_rows`` rows, read in one scan.
+of a table of up to ``row_keys_max_rows`` rows (a setting; about 65 MB a
+million rows), read in one scan.
 
 A key table never gives a wrong key. A row id's row is never rewritten
 (see :mod:`.lance_rowcache`), so the table can only lack rows written since
@@ -33,8 +34,6 @@ from tribal_memory.store.base import RowKey
 
 KEY_COLUMNS = ("memory_id", "owner", "doc_id", "chunk_index")
 """What fusion and neighbour smoothing read of every candidate (:data:`RowKey`)."""
-MAX_ROWS = 4_000_000
-"""Largest table whose keys are all kept (about 65 MB a million rows)."""
 RELOAD_SHARE = 0.01
 """Share of a key table's rows read by row id beside it after which it is read again."""
 RELOAD_MIN_MISSES = 256

@@ -31,12 +31,12 @@ from collections.abc import Sequence
 import pyarrow as pa
 from lancedb.table import AsyncTable
 
+from tribal_memory.base.config import DEFAULT_ROW_KEYS_MAX_ROWS
 from tribal_memory.base.models import Memory
 from tribal_memory.store.base import RowKey, RowRef
 from tribal_memory.store.event_loop import EventLoop
 from tribal_memory.store.lance_keys import (
     KEY_COLUMNS,
-    MAX_ROWS,
     RECHECK_AFTER_MISSES,
     KeyTable,
     read_keys,
@@ -69,7 +69,7 @@ class RowCache:
         *,
         max_keys: int = MAX_KEYS,
         max_memories: int = MAX_MEMORIES,
-        max_table_rows: int = MAX_ROWS,
+        max_table_rows: int = DEFAULT_ROW_KEYS_MAX_ROWS,
     ) -> None:
         self._table = table
         self._loop = loop

@@ -53,6 +53,8 @@ class LanceSearch:
         write_lock: The store's write lock; :meth:`nearest` reads ``recent`` under it.
         nprobes: IVF partitions searched per vector query once the index exists.
         mirror: The in-memory copy of a small table's vectors (its ``max_rows`` 0: off).
+        row_keys_max_rows: Largest table whose keys are all kept in memory
+            (:class:`~.lance_keys.KeyTable`; 0: never).
     """
 
     def __init__(
@@ -65,6 +67,7 @@ class LanceSearch:
         *,
         nprobes: int,
         mirror: VectorMirror,
+        row_keys_max_rows: int,
     ) -> None:
         self._table = table
         self._loop = loop
@@ -72,7 +75,7 @@ class LanceSearch:
         self._recent = recent
         self._write_lock = write_lock
         self._nprobes = nprobes
-        self._rows = RowCache(table, loop)
+        self._rows = RowCache(table, loop, max_table_rows=row_keys_max_rows)
         self._mirror = mirror
 
     def start_vector_search(

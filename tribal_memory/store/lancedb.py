@@ -34,7 +34,11 @@ import numpy as np
 import pyarrow.compute as pc
 from lancedb.query import ColumnOrdering
 
-from tribal_memory.base.config import DEFAULT_KEEP_VERSIONS_S, Settings
+from tribal_memory.base.config import (
+    DEFAULT_KEEP_VERSIONS_S,
+    DEFAULT_ROW_KEYS_MAX_ROWS,
+    Settings,
+)
 from tribal_memory.base.errors import InvalidInput, NotFound
 from tribal_memory.base.models import Memory, SearchFilters
 from tribal_memory.embeddings.base import Vector
@@ -80,6 +84,8 @@ class LanceMemoryStore(MemoryStore):
         exact_vector_max_rows: Tables of up to this many rows answer vector
             search from an in-memory copy of their vectors
             (:class:`~.lance_mirror.VectorMirror`; 0: never).
+        row_keys_max_rows: Tables of up to this many rows keep every row's key
+            in memory (:class:`~.lance_keys.KeyTable`; 0: never).
         optimize_every_rows: Least rows written between automatic ``optimize()``
             runs; the gap also grows to ``optimize_growth`` of the table.
         optimize_growth: Fraction of the table written before the next
@@ -120,6 +126,7 @@ class LanceMemoryStore(MemoryStore):
         ann_index_min_rows: int = 5_000,
         ann_nprobes: int = 32,
         exact_vector_max_rows: int = 25_000,
+        row_keys_max_rows: int = DEFAULT_ROW_KEYS_MAX_ROWS,
         optimize_every_rows: int = 2_000,
         optimize_growth: float = 0.1,
         optimize_interval_s: float = 60.0,
@@ -157,6 +164,7 @@ class LanceMemoryStore(MemoryStore):
             self._write_lock,
             nprobes=ann_nprobes,
             mirror=VectorMirror(self._table, exact_vector_max_rows),
+            row_keys_max_rows=row_keys_max_rows,
         )
         policy = OptimizePolicy(
             ann_index_min_rows=ann_index_min_rows,
@@ -190,8 +198,8 @@ class LanceMemoryStore(MemoryStore):
 
         Args:
             settings: ``lancedb_uri``, ``read_consistency_s``, the ``ann_*``,
-                ``exact_vector_max_rows``, ``optimize_*``, ``keep_versions_s`` and
-                ``index_cache_mb`` settings.
+                ``exact_vector_max_rows``, ``row_keys_max_rows``, ``optimize_*``,
+                ``keep_versions_s`` and ``index_cache_mb`` settings.
             model_id: As in the constructor.
             dim: As in the constructor.
             maintenance_lock: As in the constructor.
@@ -207,6 +215,7 @@ class LanceMemoryStore(MemoryStore):
             ann_index_min_rows=settings.ann_index_min_rows,
             ann_nprobes=settings.ann_nprobes,
             exact_vector_max_rows=settings.exact_vector_max_rows,
+            row_keys_max_rows=settings.row_keys_max_rows,
             optimize_every_rows=settings.optimize_every_rows,
             optimize_growth=settings.optimize_growth,
             optimize_interval_s=settings.optimize_interval_s,

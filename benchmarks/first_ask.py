@@ -1,0 +1,109 @@
+"""Search latency of questions asked for the first time and again, with and without the key table.
+
+On a store ``bench perf --keep-data`` kept, starts a server per variant
+(``TRIBAL_ROW_KEYS_MAX_ROWS`` left at its default, or 0: every candidate's
+key read by row id as before) and asks the same ``--questions`` of the
+corpus's questions in ``--rounds`` rounds over HTTP, none from the query
+cache (no feedback is given). The first round is what a new question
+costs; the later ones what a question costs once what it reads is
+cached. Per round: search p50 and p95 (ms, lower is better) and the
+server's RSS (MiB). Variants alternate ``--repeats`` times.
+
+    tribal-memory bench perf --sizes 1000000 --clients 0 --feedback-searches 0 \
+        --keep-data /tmp/kept1m --out /tmp/perf-1m-settled.json
+    python benchmarks/first_ask.py /tmp/kept1m/data-1000000 --size 1000000 \
+        --out benchmarks/results/perf-1m-first-ask.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+
+from tribal_memory.bench.perf_corpus import generate, questions
+from tribal_memory.bench.perf_http import SEARCH_K, check_response
+from tribal_memory.bench.perf_server import ServerProcess
+
+VARIANTS = {"key_table": None, "keys_by_row_id": "0"}
+"""Variant name: ``TRIBAL_ROW_KEYS_MAX_ROWS`` (None: the default)."""
+
+
+def rounds(
+    data_dir: Path, asked: list[str], count: int, max_rows: str | None
+) -> list[dict[str, Any]]:
+    """Per round, search p50/p95 (ms) over ``asked`` and the server's RSS (MiB) after it."""
+    env = dict(os.environ)
+    os.environ.pop("TRIBAL_ROW_KEYS_MAX_ROWS", None)
+    if max_rows is not None:
+        os.environ["TRIBAL_ROW_KEYS_MAX_ROWS"] = max_rows
+    found = []
+    try:
+        with (
+            tempfile.TemporaryDirectory() as tmp,
+            ServerProcess(data_dir, Path(tmp) / "log") as server,
+            httpx.Client(base_url=server.base_url, timeout=600.0) as client,
+        ):
+            for _ in range(count):
+                times = []
+                for query in asked:
+                    started = time.perf_counter()
+                    response = client.post("/v1/search", json={"query": query, "k": SEARCH_K})
+                    times.append((time.perf_counter() - started) * 1000)
+                    check_response(response, "search")
+                found.append(
+                    {
+                        "search_p50_ms": round(float(np.percentile(times, 50)), 2),
+                        "search_p95_ms": round(float(np.percentile(times, 95)), 2),
+                        "rss_mb": server.memory_mb().get("rss_mb"),
+                    }
+                )
+    finally:
+        os.environ.clear()
+        os.environ.update(env)
+    return found
+
+
+def main() -> None:
+    """Parse the arguments, run the variants in turn, write the JSON report."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("data_dir", type=Path, help="a data dir bench perf --keep-data kept")
+    parser.add_argument("--size", type=int, required=True, help="its corpus size")
+    parser.add_argument("--questions", type=int, default=300)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args()
+    asked = questions(generate(args.size, 0), args.questions, 0)
+    report: dict[str, Any] = {
+        "benchmark": "first_ask",
+        "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "load_avg_1_5_15_at_start": [round(x, 2) for x in os.getloadavg()],
+        "memories": args.size,
+        "questions": len(asked),
+        "runs": [],
+    }
+    for repeat in range(args.repeats):
+        for name, max_rows in VARIANTS.items():
+            found = rounds(args.data_dir, asked, args.rounds, max_rows)
+            report["runs"].append({"variant": name, "repeat": repeat, "rounds": found})
+            print(name, repeat, found, flush=True)
+    report["load_avg_1_5_15_at_end"] = [round(x, 2) for x in os.getloadavg()]
+    report["command"] = (
+        f"python benchmarks/first_ask.py {args.data_dir} --size {args.size} "
+        f"--questions {args.questions} --rounds {args.rounds} --repeats {args.repeats} "
+        f"--out {args.out}"
+    )
+    args.out.write_text(json.dumps(report, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
