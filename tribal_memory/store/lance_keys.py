@@ -42,6 +42,11 @@ RECHECK_AFTER_MISSES = 10_000
 """Rows read by row id after which a table found too large is counted again."""
 
 
+def row_ids(table: pa.Table) -> np.ndarray:
+    """The ``_rowid`` column of a LanceDB answer as (n,) int64."""
+    return np.asarray(table.column("_rowid").to_numpy(), dtype=np.int64)
+
+
 @dataclass(frozen=True, slots=True)
 class KeyTable:
     """The keys of a table's rows as of one scan.
@@ -61,7 +66,7 @@ class KeyTable:
     @classmethod
     def read_from(cls, scanned: pa.Table) -> KeyTable:
         """The key table of ``scanned`` (the key columns and ``_rowid``, in any order)."""
-        ids = np.asarray(scanned.column("_rowid").to_numpy(), dtype=np.int64)
+        ids = row_ids(scanned)
         columns = scanned.select(list(KEY_COLUMNS))
         if len(ids) > 1 and not bool(np.all(ids[1:] > ids[:-1])):
             order = np.argsort(ids, kind="stable")

@@ -31,7 +31,7 @@ from lancedb.table import AsyncTable
 from tribal_memory.base.models import SHARED_OWNER, SearchFilters
 from tribal_memory.embeddings.base import Vector
 from tribal_memory.store.base import RowKey
-from tribal_memory.store.lance_keys import KEY_COLUMNS
+from tribal_memory.store.lance_keys import KEY_COLUMNS, row_ids
 from tribal_memory.store.lance_rows import vectors_of
 
 
@@ -90,7 +90,7 @@ class _Copy:
         columns = [added.column(name).to_pylist() for name in KEY_COLUMNS]
         return _Copy(
             version,
-            np.concatenate([self.row_ids[kept], _row_ids(added)]),
+            np.concatenate([self.row_ids[kept], row_ids(added)]),
             keys + list(zip(*columns, strict=True)),
             np.concatenate([self.owner_codes[kept], _codes(added.column("owner"), owners)]),
             owners,
@@ -143,10 +143,6 @@ class _Copy:
             kept = ~np.isin(self.kind_codes, _known(self.kinds, filters.exclude_kinds))
             mask = kept if mask is None else mask & kept
         return mask
-
-
-def _row_ids(table: pa.Table) -> np.ndarray:
-    return np.asarray(table.column("_rowid").to_numpy(), dtype=np.int64)
 
 
 def _codes(column: pa.ChunkedArray, codes: dict[str, int]) -> np.ndarray:
@@ -219,7 +215,7 @@ class VectorMirror:
                 self._too_large, self._copy = version, None
                 return None
             listed = await self._table.query().select(["chunk_index"]).with_row_id().to_arrow()
-            ids = _row_ids(listed)
+            ids = row_ids(listed)
             base = self._copy or _Copy.empty()
             missing = ids[~np.isin(ids, base.row_ids)].tolist()
             columns = [*KEY_COLUMNS, "kind", "vector"]
