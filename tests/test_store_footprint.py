@@ -17,6 +17,7 @@ from builders import stored_memory
 
 from tribal_memory.base.models import Memory, SearchFilters
 from tribal_memory.store.lance_footprint import index_kind, table_footprint
+from tribal_memory.store.lance_table import FILE_FORMAT
 from tribal_memory.store.lance_versions import cleanup_age, pin_name, stale_pins
 from tribal_memory.store.lancedb import LanceMemoryStore
 
@@ -225,4 +226,29 @@ def test_footprint_of_a_table_without_index_or_rows(tmp_path: Path) -> None:
     assert footprint.total == sum(
         p.stat().st_size for p in (tmp_path / "db").rglob("*") if p.is_file()
     )
+    store.close()
+
+
+def _file_format(path: Path) -> str:
+    """The Lance file format of a data file, from its footer (major, minor u16 LE, ``LANC``)."""
+    with path.open("rb") as f:
+        f.seek(-8, 2)
+        footer = f.read()
+    assert footer[4:] == b"LANC"
+    return f"{int.from_bytes(footer[:2], 'little')}.{int.from_bytes(footer[2:4], 'little')}"
+
+
+def test_a_new_store_writes_its_data_files_in_the_chosen_file_format(tmp_path: Path) -> None:
+    # Every memory a fact with no metadata: in 2.2 those columns are constant pages,
+    # which a take of a few rows decodes whole (FILE_FORMAT's docstring).
+    uri = tmp_path / "db"
+    store = LanceMemoryStore(str(uri), "m", DIM, keep_versions_s=0)
+    _load(store, batches=3, rows=50)
+    store.wait_for_maintenance()
+    files = list((uri / "memories.lance" / "data").glob("*.lance"))
+    assert files
+    assert {_file_format(f) for f in files} == {FILE_FORMAT}
+    found = store.get(["m00007", "m00120"])
+    assert [found[i].kind for i in ("m00007", "m00120")] == ["fact", "fact"]
+    assert found["m00007"].metadata == {}
     store.close()
