@@ -1,13 +1,16 @@
-"""Search latency of questions asked for the first time and again, with and without the key table.
+"""Search latency of questions asked for the first time and again: two variants of a store.
 
-On a store ``bench perf --keep-data`` kept, starts a server per variant
-(``TRIBAL_ROW_KEYS_MAX_ROWS`` left at its default, or 0: every candidate's
-key read by row id as before) and asks the same ``--questions`` of the
-corpus's questions in ``--rounds`` rounds over HTTP, none from the query
-cache (no feedback is given). The first round is what a new question
-costs; the later ones what a question costs once what it reads is
-cached. Per round: search p50 and p95 (ms, lower is better) and the
-server's RSS (MiB). Variants alternate ``--repeats`` times.
+On a store ``bench perf --keep-data`` kept, starts a server per variant and
+asks the same ``--questions`` of the corpus's questions in ``--rounds``
+rounds over HTTP, none from the query cache (no feedback is given). The
+first round is what a new question costs; the later ones what a question
+costs once what it reads is cached. Per round: search p50 and p95 (ms,
+lower is better) and the server's RSS (MiB). Variants alternate
+``--repeats`` times. The variants are, by default, the key table
+(``TRIBAL_ROW_KEYS_MAX_ROWS`` left at its default) against every candidate's
+key read by row id (0); with ``--against DIR``, the two stores, each named
+by its Lance file format (two stores of the same corpus and size, built by
+two ``bench perf`` runs).
 
     tribal-memory bench perf --sizes 1000000 --clients 0 --feedback-searches 0 \
         --keep-data /tmp/kept1m --out /tmp/perf-1m-settled.json
@@ -32,9 +35,15 @@ import numpy as np
 from tribal_memory.bench.perf_corpus import generate, questions
 from tribal_memory.bench.perf_http import SEARCH_K, check_response
 from tribal_memory.bench.perf_server import ServerProcess
+from tribal_memory.store.lance_footprint import data_file_formats
 
-VARIANTS = {"key_table": None, "keys_by_row_id": "0"}
+KEY_TABLE_VARIANTS = {"key_table": None, "keys_by_row_id": "0"}
 """Variant name: ``TRIBAL_ROW_KEYS_MAX_ROWS`` (None: the default)."""
+
+
+def file_format(data_dir: Path) -> str:
+    """The Lance file format of a kept store's data files (``"2.1"``; mixed: ``"2.1+2.2"``)."""
+    return "+".join(sorted(data_file_formats(data_dir / "lancedb" / "memories.lance")))
 
 
 def rounds(
@@ -80,8 +89,17 @@ def main() -> None:
     parser.add_argument("--questions", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--against", type=Path, help="a second kept data dir to compare")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
+    if args.against is None:
+        variants = {name: (args.data_dir, rows) for name, rows in KEY_TABLE_VARIANTS.items()}
+    else:
+        variants = {
+            f"file_format_{file_format(d)}": (d, None) for d in (args.data_dir, args.against)
+        }
+        if len(variants) < 2:
+            parser.error("both stores have the same file format")
     asked = questions(generate(args.size, 0), args.questions, 0)
     report: dict[str, Any] = {
         "benchmark": "first_ask",
@@ -92,15 +110,18 @@ def main() -> None:
         "runs": [],
     }
     for repeat in range(args.repeats):
-        for name, max_rows in VARIANTS.items():
-            found = rounds(args.data_dir, asked, args.rounds, max_rows)
-            report["runs"].append({"variant": name, "repeat": repeat, "rounds": found})
+        for name, (data_dir, max_rows) in variants.items():
+            found = rounds(data_dir, asked, args.rounds, max_rows)
+            report["runs"].append(
+                {"variant": name, "data_dir": str(data_dir), "repeat": repeat, "rounds": found}
+            )
             print(name, repeat, found, flush=True)
     report["load_avg_1_5_15_at_end"] = [round(x, 2) for x in os.getloadavg()]
     report["command"] = (
         f"python benchmarks/first_ask.py {args.data_dir} --size {args.size} "
         f"--questions {args.questions} --rounds {args.rounds} --repeats {args.repeats} "
-        f"--out {args.out}"
+        + (f"--against {args.against} " if args.against else "")
+        + f"--out {args.out}"
     )
     args.out.write_text(json.dumps(report, indent=2) + "\n")
 

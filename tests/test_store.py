@@ -272,3 +272,23 @@ def test_a_store_made_without_the_kind_index_gets_it_when_opened(tmp_path: Path)
     found = store.text_search("memory", no_summaries, 50)
     assert len(found) == 19 and all(c.memory.kind == "fact" for c in found)
     store.close()
+
+
+def test_group_counts_follow_every_write_of_this_handle_and_another(tmp_path: Path) -> None:
+    store = LanceMemoryStore(str(tmp_path / "db"), "test-model", 16, read_consistency_s=0)
+    other = LanceMemoryStore(str(tmp_path / "db"), "test-model", 16, read_consistency_s=0)
+    store.add([_memory(f"a{i}", f"alpha {i}", owner="ann") for i in range(3)], _unit(3, 16))
+    assert store.group_counts("owner") == {"ann": 3}
+    assert store.group_counts("owner") == {"ann": 3}  # asked again, same answer
+    other.add([_memory("b0", "beta", owner="bob")], _unit(1, 16, seed=1))
+    assert store.group_counts("owner") == {"ann": 3, "bob": 1}
+    store.delete(["a0", "a1"])
+    assert store.group_counts("owner") == {"ann": 1, "bob": 1}
+    assert other.group_counts("owner") == {"ann": 1, "bob": 1}
+    moved = store.get(["a2"])["a2"]
+    store.replace(dataclasses.replace(moved, owner="bob", kind="preference"), None)
+    assert store.group_counts("owner") == {"bob": 2}
+    assert store.group_counts("kind") == {"fact": 1, "preference": 1}
+    counts = store.group_counts("kind")
+    counts["fact"] = 99  # the caller's copy: the kept answer is not changed
+    assert store.group_counts("kind") == {"fact": 1, "preference": 1}

@@ -16,7 +16,7 @@ import numpy as np
 from builders import stored_memory
 
 from tribal_memory.base.models import Memory, SearchFilters
-from tribal_memory.store.lance_footprint import index_kind, table_footprint
+from tribal_memory.store.lance_footprint import data_file_formats, index_kind, table_footprint
 from tribal_memory.store.lance_table import FILE_FORMAT
 from tribal_memory.store.lance_versions import cleanup_age, pin_name, stale_pins
 from tribal_memory.store.lancedb import LanceMemoryStore
@@ -229,15 +229,6 @@ def test_footprint_of_a_table_without_index_or_rows(tmp_path: Path) -> None:
     store.close()
 
 
-def _file_format(path: Path) -> str:
-    """The Lance file format of a data file, from its footer (major, minor u16 LE, ``LANC``)."""
-    with path.open("rb") as f:
-        f.seek(-8, 2)
-        footer = f.read()
-    assert footer[4:] == b"LANC"
-    return f"{int.from_bytes(footer[:2], 'little')}.{int.from_bytes(footer[2:4], 'little')}"
-
-
 def test_a_new_store_writes_its_data_files_in_the_chosen_file_format(tmp_path: Path) -> None:
     # Every memory a fact with no metadata: in 2.2 those columns are constant pages,
     # which a take of a few rows decodes whole (FILE_FORMAT's docstring).
@@ -245,9 +236,7 @@ def test_a_new_store_writes_its_data_files_in_the_chosen_file_format(tmp_path: P
     store = LanceMemoryStore(str(uri), "m", DIM, keep_versions_s=0)
     _load(store, batches=3, rows=50)
     store.wait_for_maintenance()
-    files = list((uri / "memories.lance" / "data").glob("*.lance"))
-    assert files
-    assert {_file_format(f) for f in files} == {FILE_FORMAT}
+    assert data_file_formats(uri / "memories.lance") == {FILE_FORMAT}
     found = store.get(["m00007", "m00120"])
     assert [found[i].kind for i in ("m00007", "m00120")] == ["fact", "fact"]
     assert found["m00007"].metadata == {}

@@ -145,6 +145,28 @@ def table_footprint(table_dir: Path, rows: int, dim: int) -> TableFootprint:
     )
 
 
+def data_file_formats(table_dir: Path) -> set[str]:
+    """Lance file formats (``"2.1"``, ``"2.2"``, ...) of the data files under ``table_dir``.
+
+    Read from each file's footer, whose last 8 bytes are the format's major
+    and minor version (little-endian u16 each) and the magic ``LANC``. Empty
+    when the table has no data file; files of older versions count too.
+
+    Raises:
+        ValueError: a data file does not end in a Lance footer.
+    """
+    formats = set()
+    for path in (table_dir / "data").glob("*.lance"):
+        with path.open("rb") as f:
+            f.seek(-8, os.SEEK_END)
+            footer = f.read(8)
+        if footer[4:] != b"LANC":
+            raise ValueError(f"{path} does not end in a Lance footer")
+        major, minor = int.from_bytes(footer[:2], "little"), int.from_bytes(footer[2:4], "little")
+        formats.add(f"{major}.{minor}")
+    return formats
+
+
 def _is_uuid(name: str) -> bool:
     try:
         uuid.UUID(name)

@@ -146,6 +146,8 @@ class LanceMemoryStore(MemoryStore):
         self._ann = AnnIndex()
         self._recent = RecentRows()
         self._counts = RowCounts(read_consistency_s)
+        self._groups: dict[str, tuple[int, dict[str, int]]] = {}
+        """Per column, the table version :meth:`group_counts` last scanned and its answer."""
         self._loop = shared_event_loop()
         self._table, indices = open_table(
             self._loop,
@@ -438,12 +440,25 @@ class LanceMemoryStore(MemoryStore):
         return self.ids_of(SearchFilters())
 
     def group_counts(self, column: Literal["owner", "kind"]) -> dict[str, int]:
-        """See :meth:`MemoryStore.group_counts`."""
+        """See :meth:`MemoryStore.group_counts`.
+
+        A scan of the column (0.2-0.5 s at a million rows), kept with the table
+        version it read: asked again before the next write, the counts are
+        returned without a scan (``/v1/stats`` polled by a dashboard or plugin).
+        """
         if column not in ("owner", "kind"):
             raise InvalidInput(f"cannot group by {column!r}")
+        # The version is read before the scan: a write in between makes the
+        # counts newer than their version, never older.
+        version = self.version
+        kept = self._groups.get(column)
+        if kept is not None and kept[0] == version:
+            return dict(kept[1])
         table = self._loop.run("read", self._table.query().select([column]).to_arrow())
         values = table.column(column)
-        return {row["values"]: row["counts"] for row in pc.value_counts(values).to_pylist()}
+        counts = {row["values"]: row["counts"] for row in pc.value_counts(values).to_pylist()}
+        self._groups[column] = (version, counts)
+        return dict(counts)
 
     # -- search (see LanceSearch) ---------------------------------------------
 
