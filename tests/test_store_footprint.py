@@ -17,7 +17,7 @@ from builders import stored_memory
 
 from tribal_memory.base.models import Memory, SearchFilters
 from tribal_memory.store.lance_footprint import data_file_formats, index_kind, table_footprint
-from tribal_memory.store.lance_table import FILE_FORMAT
+from tribal_memory.store.lance_rows import FILE_FORMAT
 from tribal_memory.store.lance_versions import cleanup_age, pin_name, stale_pins
 from tribal_memory.store.lancedb import LanceMemoryStore
 
@@ -229,7 +229,7 @@ def test_footprint_of_a_table_without_index_or_rows(tmp_path: Path) -> None:
     store.close()
 
 
-def test_a_new_store_writes_its_data_files_in_the_chosen_file_format(tmp_path: Path) -> None:
+def test_a_new_store_and_its_backup_write_data_files_in_the_chosen_file_format(tmp_path: Path) -> None:
     # Every memory a fact with no metadata: in 2.2 those columns are constant pages,
     # which a take of a few rows decodes whole (FILE_FORMAT's docstring).
     uri = tmp_path / "db"
@@ -237,6 +237,9 @@ def test_a_new_store_writes_its_data_files_in_the_chosen_file_format(tmp_path: P
     _load(store, batches=3, rows=50)
     store.wait_for_maintenance()
     assert data_file_formats(uri / "memories.lance") == {FILE_FORMAT}
+    copied = store.copy_to(str(tmp_path / "backup"))  # what a backup writes
+    assert len(copied.memory_ids) == 150
+    assert data_file_formats(tmp_path / "backup" / "memories.lance") == {FILE_FORMAT}
     found = store.get(["m00007", "m00120"])
     assert [found[i].kind for i in ("m00007", "m00120")] == ["fact", "fact"]
     assert found["m00007"].metadata == {}

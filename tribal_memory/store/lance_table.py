@@ -17,18 +17,13 @@ from lancedb.table import AsyncTable
 from tribal_memory.base.errors import EmbeddingModelMismatch
 from tribal_memory.store.event_loop import EventLoop
 from tribal_memory.store.lance_index import ensure_indexes
-from tribal_memory.store.lance_rows import DIM_KEY, MODEL_KEY, TABLE, table_schema
-
-FILE_FORMAT = "2.1"
-"""Lance file format of a new table's data files (LanceDB's default is 2.2).
-
-In 2.2 a column whose values are all the same within a file (``kind`` when
-every memory is a fact, ``metadata`` when it is always ``{}``) is written as a
-constant page, and a take of a few rows from it decodes the whole page: at a
-million rows per file, 10 hits cost 9.6 ms for all columns against 4.8 ms in
-2.1, for the same data size (docs/benchmarks.md, "Large stores: the file
-format"). A table keeps the format it was created with.
-"""
+from tribal_memory.store.lance_rows import (
+    DIM_KEY,
+    MODEL_KEY,
+    NEW_TABLE_OPTIONS,
+    TABLE,
+    table_schema,
+)
 
 
 def open_table(
@@ -90,7 +85,7 @@ async def _open(
             TABLE,
             schema=table_schema(model_id, dim),
             exist_ok=True,
-            storage_options={"new_table_data_storage_version": FILE_FORMAT},
+            storage_options=NEW_TABLE_OPTIONS,
         )
     _check_model(await table.schema(), model_id, dim)
     return table, await ensure_indexes(table)

@@ -27,7 +27,7 @@ from tribal_memory.base.errors import StoreUnavailable
 from tribal_memory.store.base import StoreCopy
 from tribal_memory.store.event_loop import EventLoop, public_message
 from tribal_memory.store.lance_index import AnnIndex, ann_state, has_index
-from tribal_memory.store.lance_rows import TABLE
+from tribal_memory.store.lance_rows import NEW_TABLE_OPTIONS, TABLE
 from tribal_memory.store.lance_versions import (
     NO_CLEANUP,
     list_versions,
@@ -518,6 +518,8 @@ def _copy_version(table: Any, version: int, target_uri: str) -> StoreCopy:
             yield batch.select(schema.names)
 
     data = pa.RecordBatchReader.from_batches(schema, batches())
-    copy = lancedb.connect(target_uri).create_table(TABLE, data=data, schema=schema)
+    copy = lancedb.connect(target_uri).create_table(
+        TABLE, data=data, schema=schema, storage_options=NEW_TABLE_OPTIONS
+    )
     copy.create_index("content", config=FTS(with_position=False))
     return StoreCopy(version, ids)
