@@ -14,6 +14,7 @@ from lancedb.index import IvfFlat
 
 from tribal_memory.base.errors import EmbeddingModelMismatch
 from tribal_memory.base.models import Memory, SearchFilters
+from tribal_memory.store.lance_index import IVF_SEGMENTS_CAP
 from tribal_memory.store.lance_rows import COLUMNS, filter_sql, table_schema, to_memory, to_row
 from tribal_memory.store.lancedb import LanceMemoryStore
 
@@ -171,6 +172,25 @@ def test_optimize_keeps_the_ann_index_to_few_segments(tmp_path: Path) -> None:
         assert stats["indexed_rows"] == 700 + 100 * round_
         found = store.vector_search(part[7], SearchFilters(), 1)
         assert found[0].memory.memory_id == ids[7]
+
+
+def test_a_slowly_growing_table_keeps_its_ann_index_to_a_few_segments(tmp_path: Path) -> None:
+    # 8 runs of 10 rows each: the table grows by 13%, short of the growth that
+    # rebuilds the index with 2 segments, so only the segment cap bounds them.
+    store, _ = _indexed_store(tmp_path, 600)
+    more = _unit(80, 16, seed=10)
+    seen = []
+    for round_ in range(8):
+        part = more[round_ * 10 : (round_ + 1) * 10]
+        ids = [f"s{round_}-{i}" for i in range(10)]
+        store.add([_memory(i, f"slow {i}", owner="big-0") for i in ids], part)
+        store.optimize()
+        stats = store.ann_index_stats()
+        assert stats is not None and stats["unindexed_rows"] == 0
+        seen.append(stats["segments"])
+        found = store.vector_search(part[3], SearchFilters(), 1)
+        assert found[0].memory.memory_id == ids[3]
+    assert max(seen) <= IVF_SEGMENTS_CAP and max(seen) > 1
 
 
 def test_optimize_drops_an_ivf_index_left_by_an_interrupted_rebuild(tmp_path: Path) -> None:

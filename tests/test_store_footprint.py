@@ -229,7 +229,9 @@ def test_footprint_of_a_table_without_index_or_rows(tmp_path: Path) -> None:
     store.close()
 
 
-def test_a_new_store_and_its_backup_write_data_files_in_the_chosen_file_format(tmp_path: Path) -> None:
+def test_a_new_store_and_its_backup_write_data_files_in_the_chosen_file_format(
+    tmp_path: Path,
+) -> None:
     # Every memory a fact with no metadata: in 2.2 those columns are constant pages,
     # which a take of a few rows decodes whole (FILE_FORMAT's docstring).
     uri = tmp_path / "db"

@@ -26,6 +26,7 @@ from lancedb.table import AsyncTable
 from tribal_memory.base.errors import StoreUnavailable
 from tribal_memory.store.base import StoreCopy
 from tribal_memory.store.event_loop import EventLoop, public_message
+from tribal_memory.store.heap import release_free_memory
 from tribal_memory.store.lance_index import AnnIndex, ann_state, has_index
 from tribal_memory.store.lance_rows import NEW_TABLE_OPTIONS, TABLE
 from tribal_memory.store.lance_versions import (
@@ -213,6 +214,7 @@ class Upkeep:
         started = time.monotonic()
         self._folding(self._optimize)
         self._optimize_s = time.monotonic() - started
+        release_free_memory()  # what the compaction and index builds freed (see .heap)
         self._prune_later()
 
     def _folding(self, step: Callable[[], Coroutine[Any, Any, bool]]) -> None:
