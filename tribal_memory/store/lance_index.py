@@ -55,7 +55,7 @@ rebuilds gains a segment per ``optimize()`` for as long as it takes: a
 million-memory store rested at 7 segments after a ``bench perf`` load, and
 a question asked for the first time took 42.7 ms p50 / 101 ms p95 over HTTP
 against 35.2 / 67 on the same rows indexed in one segment
-(``benchmarks/results/perf-1m-segments.json``).
+(``benchmarks/results/perf-1m-segments.json`` and ``perf-1m-file-format.json``).
 """
 
 
