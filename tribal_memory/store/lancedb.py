@@ -442,7 +442,7 @@ class LanceMemoryStore(MemoryStore):
     def group_counts(self, column: Literal["owner", "kind"]) -> dict[str, int]:
         """See :meth:`MemoryStore.group_counts`.
 
-        A scan of the column (0.2-0.5 s at a million rows), kept with the table
+        A scan of the column (about 0.2 s at a million rows), kept with the table
         version it read: asked again before the next write, the counts are
         returned without a scan (``/v1/stats`` polled by a dashboard or plugin).
         """
