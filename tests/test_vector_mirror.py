@@ -9,14 +9,12 @@ than its bound.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 import pytest
 from builders import stored_memory
-from lancedb.table import AsyncTable
 
 from tribal_memory.base.models import Memory, MemoryKind, SearchFilters
 from tribal_memory.store.event_loop import shared_event_loop
@@ -54,41 +52,23 @@ def _lancedb_only(tmp_path: Path, rows: int = 60) -> LanceMemoryStore:
     return store
 
 
-@dataclass(frozen=True)
-class _Mirror:
+def _mirror(tmp_path: Path, max_rows: int = 1000) -> VectorMirror:
     """A copy over its own handle of the table, which sees every other handle's writes."""
-
-    copy: VectorMirror
-    table: AsyncTable
-
-
-def _mirror(tmp_path: Path, max_rows: int = 1000) -> _Mirror:
     loop = shared_event_loop()
     table, _ = open_table(
         loop, str(tmp_path / "db"), "test-model", DIM, read_consistency_s=0, index_cache_mb=64
     )
-    return _Mirror(VectorMirror(table, max_rows), table)
+    return VectorMirror(table, max_rows)
 
 
 def _nearest(
-    mirror: _Mirror, vector: np.ndarray, filters: SearchFilters, k: int
+    mirror: VectorMirror, vector: np.ndarray, filters: SearchFilters, k: int
 ) -> list[tuple[str, float]] | None:
-    """The copy's answer as (memory id, cosine), or None when it does not answer."""
-    loop = shared_event_loop()
-    found = loop.run("test", mirror.copy.nearest(vector, filters, k))
-    if found is None:
-        return None
-    refs = [ref for ref, _ in found]
-    rows = loop.run(
-        "test", mirror.table.take_row_ids(refs).select(["memory_id"]).with_row_id().to_arrow()
-    )
-    ids = dict(
-        zip(rows.column("_rowid").to_pylist(), rows.column("memory_id").to_pylist(), strict=True)
-    )
-    return [(ids[ref], score) for ref, score in found]
+    found = shared_event_loop().run("test", mirror.nearest(vector, filters, k))
+    return None if found is None else [(key[0], score) for _, key, score in found]
 
 
-def _copied(mirror: _Mirror, vector: np.ndarray) -> list[tuple[str, float]]:
+def _copied(mirror: VectorMirror, vector: np.ndarray) -> list[tuple[str, float]]:
     """The copy's answer (the first search brings it up to date)."""
     found = _nearest(mirror, vector, SearchFilters(), 5)
     assert found is not None

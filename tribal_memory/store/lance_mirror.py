@@ -4,12 +4,11 @@ Over 10,000 rows a LanceDB vector query took 5.6-6.3 ms on the IVF index
 and 10 ms exact (bypassing it), where numpy's product of the same unit
 vectors with the query took 0.4 ms (in-process, 2 cores): at that size the
 query's planning and execution cost far more than the arithmetic. A store of
-up to ``max_rows`` rows keeps a copy of its vectors here (with each row's
-owner and kind, for filters), made for one table version, and a vector
-search whose filter it can evaluate is answered from it while the table is
-still at that version; the rows' keys come from the row cache, like those of
-LanceDB's answers. At 100,000 rows the product took 9.8 ms on both cores,
-more than the IVF index, so larger tables are never copied.
+up to ``max_rows`` rows keeps a copy of its vectors and row keys here, made
+for one table version, and a vector search whose filter it can evaluate is
+answered from it while the table is still at that version. At 100,000 rows
+the product took 9.8 ms on both cores, more than the IVF index, so larger
+tables are never copied.
 
 The first search that finds the copy missing or made for an older version
 brings it up to date, reading only the rows it lacks. A search therefore
@@ -31,7 +30,8 @@ from lancedb.table import AsyncTable
 
 from tribal_memory.base.models import SHARED_OWNER, SearchFilters
 from tribal_memory.embeddings.base import Vector
-from tribal_memory.store.lance_keys import row_ids
+from tribal_memory.store.base import RowKey
+from tribal_memory.store.lance_keys import KEY_COLUMNS, row_ids
 from tribal_memory.store.lance_rows import vectors_of
 
 
@@ -50,10 +50,11 @@ _NO_FILTER = SearchFilters()
 
 @dataclass(frozen=True, slots=True)
 class _Copy:
-    """The table's rows at one version: row ids, codes of owner and kind, unit vectors."""
+    """The table's rows at one version: row ids, keys, codes of owner and kind, unit vectors."""
 
     version: int
     row_ids: np.ndarray  # (n,) int64, LanceDB's _rowid
+    keys: list[RowKey]
     owner_codes: np.ndarray  # (n,) int32, values of ``owners``
     owners: dict[str, int]
     kind_codes: np.ndarray  # (n,) int32, values of ``kinds``
@@ -64,39 +65,44 @@ class _Copy:
     def empty(cls) -> _Copy:
         """A copy of no row, to merge the first read into."""
         none = np.zeros(0, dtype=np.int32)
-        return cls(-1, np.zeros(0, dtype=np.int64), none, {}, none, {}, np.zeros((0, 0)))
+        return cls(-1, np.zeros(0, dtype=np.int64), [], none, {}, none, {}, np.zeros((0, 0)))
 
     def merged(self, version: int, kept: np.ndarray, added: pa.Table | None) -> _Copy:
         """This copy's rows where ``kept`` (bool, (n,)) is true, then the rows of ``added``.
 
-        ``added`` holds ``owner``, ``kind``, ``vector`` and ``_rowid`` (None: no row).
+        ``added`` holds the key columns, ``kind``, ``vector`` and ``_rowid`` (None: no row).
         """
         owners, kinds = dict(self.owners), dict(self.kinds)
-        any_kept = bool(kept.any())
+        keys = [key for key, keep in zip(self.keys, kept.tolist(), strict=True) if keep]
         if added is None or not added.num_rows:
             return _Copy(
                 version,
                 self.row_ids[kept],
+                keys,
                 self.owner_codes[kept],
                 owners,
                 self.kind_codes[kept],
                 kinds,
-                self.unit[kept] if any_kept else np.zeros((0, 0), dtype=np.float32),
+                self.unit[kept] if len(keys) else np.zeros((0, 0), dtype=np.float32),
             )
         unit = vectors_of(added)
         unit /= np.maximum(np.linalg.norm(unit, axis=1, keepdims=True), 1e-12)
+        columns = [added.column(name).to_pylist() for name in KEY_COLUMNS]
         return _Copy(
             version,
             np.concatenate([self.row_ids[kept], row_ids(added)]),
+            keys + list(zip(*columns, strict=True)),
             np.concatenate([self.owner_codes[kept], _codes(added.column("owner"), owners)]),
             owners,
             np.concatenate([self.kind_codes[kept], _codes(added.column("kind"), kinds)]),
             kinds,
-            np.concatenate([self.unit[kept], unit]) if any_kept else unit,
+            np.concatenate([self.unit[kept], unit]) if len(keys) else unit,
         )
 
-    def nearest(self, vector: Vector, filters: SearchFilters, k: int) -> list[tuple[int, float]]:
-        """Up to ``k`` rows passing ``filters``, nearest first: (row id, cosine in [-1, 1]).
+    def nearest(
+        self, vector: Vector, filters: SearchFilters, k: int
+    ) -> list[tuple[int, RowKey, float]]:
+        """Up to ``k`` rows passing ``filters``, nearest first: (row id, key, cosine in [-1, 1]).
 
         Ties keep the copy's row order.
         """
@@ -117,7 +123,9 @@ class _Copy:
         else:
             best = np.lexsort((np.arange(len(scores)), -scores))
         return [
-            (int(self.row_ids[i]), float(scores[i])) for i in best.tolist() if scores[i] > -np.inf
+            (int(self.row_ids[i]), self.keys[i], float(scores[i]))
+            for i in best.tolist()
+            if scores[i] > -np.inf
         ]
 
     def _mask(self, filters: SearchFilters) -> np.ndarray | None:
@@ -169,7 +177,7 @@ class VectorMirror:
 
     async def nearest(
         self, vector: Vector, filters: SearchFilters, k: int
-    ) -> list[tuple[int, float]] | None:
+    ) -> list[tuple[int, RowKey, float]] | None:
         """The exact top ``k`` (as :meth:`_Copy.nearest`), or None when the copy cannot answer.
 
         A copy older than the table is first brought up to date (searches
@@ -210,7 +218,7 @@ class VectorMirror:
             ids = row_ids(listed)
             base = self._copy or _Copy.empty()
             missing = ids[~np.isin(ids, base.row_ids)].tolist()
-            columns = ["owner", "kind", "vector"]
+            columns = [*KEY_COLUMNS, "kind", "vector"]
             added = (
                 await self._table.take_row_ids(missing).select(columns).with_row_id().to_arrow()
                 if missing

@@ -22,7 +22,7 @@ from lancedb.table import AsyncTable
 from tribal_memory.base.errors import StoreUnavailable
 from tribal_memory.base.models import SearchFilters
 from tribal_memory.embeddings.base import Vector
-from tribal_memory.store.base import RowKey, RowRef, ScoredMemory
+from tribal_memory.store.base import RowRef, ScoredMemory
 from tribal_memory.store.event_loop import EventLoop, translated
 from tribal_memory.store.lance_index import AnnIndex, probes_for
 from tribal_memory.store.lance_mirror import VectorMirror
@@ -109,10 +109,9 @@ class LanceSearch:
         async def search() -> list[ScoredMemory]:
             copied = await self._mirror.nearest(vector, filters, k)
             if copied is not None:
-                refs = [ref for ref, _ in copied]
-                return self._candidates(
-                    refs, [score for _, score in copied], await self._rows.keys(refs)
-                )
+                return [
+                    ScoredMemory.deferred(key, score, ref, self._rows) for ref, key, score in copied
+                ]
             indexed = not exact and await self._ann.use_for(self._table, where, passing)
             table = await self._vector_query(vector, where, k, exact=not indexed).to_arrow()
             return await self._deferred(table, "_distance", distance=True)
@@ -346,17 +345,12 @@ class LanceSearch:
         is read only when asked for; a row gone since the search is left out.
         """
         refs = [int(r) for r in table.column("_rowid").to_pylist()]
-        scores = [
-            1.0 - float(s) if distance else float(s) for s in table.column(score_column).to_pylist()
-        ]
-        return self._candidates(refs, scores, await self._rows.keys(refs))
-
-    def _candidates(
-        self, refs: list[int], scores: list[float], keys: list[RowKey | None]
-    ) -> list[ScoredMemory]:
-        """A deferred memory per row id that has a key, in order (a row gone is left out)."""
+        scores = table.column(score_column).to_pylist()
+        keys = await self._rows.keys(refs)
         return [
-            ScoredMemory.deferred(key, score, ref, self._rows)
+            ScoredMemory.deferred(
+                key, 1.0 - float(score) if distance else float(score), ref, self._rows
+            )
             for ref, score, key in zip(refs, scores, keys, strict=True)
             if key is not None
         ]
