@@ -32,13 +32,14 @@ from typing import Any
 import httpx
 import numpy as np
 
+from tribal_memory.base.config import DEFAULT_ROW_KEYS_MAX_ROWS
 from tribal_memory.bench.perf_corpus import generate, questions
 from tribal_memory.bench.perf_http import SEARCH_K, check_response
 from tribal_memory.bench.perf_server import ServerProcess
 from tribal_memory.store.lance_footprint import data_file_formats
 
-KEY_TABLE_VARIANTS = {"key_table": None, "keys_by_row_id": "0"}
-"""Variant name: ``TRIBAL_ROW_KEYS_MAX_ROWS`` (None: the default)."""
+KEY_TABLE_VARIANTS = {"key_table": str(DEFAULT_ROW_KEYS_MAX_ROWS), "keys_by_row_id": "0"}
+"""Variant name: its ``TRIBAL_ROW_KEYS_MAX_ROWS``."""
 
 
 def file_format(data_dir: Path) -> str:
@@ -47,37 +48,29 @@ def file_format(data_dir: Path) -> str:
 
 
 def rounds(
-    data_dir: Path, asked: list[str], count: int, max_rows: str | None
+    data_dir: Path, asked: list[str], count: int, env: dict[str, str]
 ) -> list[dict[str, Any]]:
     """Per round, search p50/p95 (ms) over ``asked`` and the server's RSS (MiB) after it."""
-    env = dict(os.environ)
-    os.environ.pop("TRIBAL_ROW_KEYS_MAX_ROWS", None)
-    if max_rows is not None:
-        os.environ["TRIBAL_ROW_KEYS_MAX_ROWS"] = max_rows
     found = []
-    try:
-        with (
-            tempfile.TemporaryDirectory() as tmp,
-            ServerProcess(data_dir, Path(tmp) / "log") as server,
-            httpx.Client(base_url=server.base_url, timeout=600.0) as client,
-        ):
-            for _ in range(count):
-                times = []
-                for query in asked:
-                    started = time.perf_counter()
-                    response = client.post("/v1/search", json={"query": query, "k": SEARCH_K})
-                    times.append((time.perf_counter() - started) * 1000)
-                    check_response(response, "search")
-                found.append(
-                    {
-                        "search_p50_ms": round(float(np.percentile(times, 50)), 2),
-                        "search_p95_ms": round(float(np.percentile(times, 95)), 2),
-                        "rss_mb": server.memory_mb().get("rss_mb"),
-                    }
-                )
-    finally:
-        os.environ.clear()
-        os.environ.update(env)
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        ServerProcess(data_dir, Path(tmp) / "log", env=env) as server,
+        httpx.Client(base_url=server.base_url, timeout=600.0) as client,
+    ):
+        for _ in range(count):
+            times = []
+            for query in asked:
+                started = time.perf_counter()
+                response = client.post("/v1/search", json={"query": query, "k": SEARCH_K})
+                times.append((time.perf_counter() - started) * 1000)
+                check_response(response, "search")
+            found.append(
+                {
+                    "search_p50_ms": round(float(np.percentile(times, 50)), 2),
+                    "search_p95_ms": round(float(np.percentile(times, 95)), 2),
+                    "rss_mb": server.memory_mb().get("rss_mb"),
+                }
+            )
     return found
 
 
@@ -93,11 +86,12 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     if args.against is None:
-        variants = {name: (args.data_dir, rows) for name, rows in KEY_TABLE_VARIANTS.items()}
-    else:
         variants = {
-            f"file_format_{file_format(d)}": (d, None) for d in (args.data_dir, args.against)
+            name: (args.data_dir, {"TRIBAL_ROW_KEYS_MAX_ROWS": rows})
+            for name, rows in KEY_TABLE_VARIANTS.items()
         }
+    else:
+        variants = {f"file_format_{file_format(d)}": (d, {}) for d in (args.data_dir, args.against)}
         if len(variants) < 2:
             parser.error("both stores have the same file format")
     asked = questions(generate(args.size, 0), args.questions, 0)
@@ -110,8 +104,8 @@ def main() -> None:
         "runs": [],
     }
     for repeat in range(args.repeats):
-        for name, (data_dir, max_rows) in variants.items():
-            found = rounds(data_dir, asked, args.rounds, max_rows)
+        for name, (data_dir, env) in variants.items():
+            found = rounds(data_dir, asked, args.rounds, env)
             report["runs"].append(
                 {"variant": name, "data_dir": str(data_dir), "repeat": repeat, "rounds": found}
             )

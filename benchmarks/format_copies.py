@@ -2,9 +2,10 @@
 
 ``first_ask.py --against`` compares two stores; for a comparison of file
 formats alone they must hold the same rows with indexes built the same way.
-This reads every row of a data dir ``bench perf --keep-data`` kept and
-writes it into ``<out>/f<format>/`` per format given, with the learned
-tables' SQLite file, then opens each copy as the server would and runs
+This copies the memory table of a data dir ``bench perf --keep-data`` kept
+into ``<out>/f<format>/`` per format given, as a backup does
+(``lance_upkeep.copy_table``), with the learned tables' SQLite file, then
+opens each copy as the server would and runs
 ``optimize()`` twice, so each has one data file and a one-segment IVF index
 trained on all of its rows.
 
@@ -21,26 +22,9 @@ import shutil
 import time
 from pathlib import Path
 
-import lancedb
-
-from tribal_memory.store.lance_rows import TABLE
 from tribal_memory.store.lance_table import recorded_model
+from tribal_memory.store.lance_upkeep import copy_table
 from tribal_memory.store.lancedb import LanceMemoryStore
-
-BATCH_ROWS = 100_000
-
-
-async def copy_rows(source: Path, target: Path, file_format: str) -> None:
-    """Every row of the memory table under ``source`` into a new table of ``file_format``."""
-    table = await (await lancedb.connect_async(str(source))).open_table(TABLE)
-    db = await lancedb.connect_async(str(target))
-    copy = await db.create_table(
-        TABLE,
-        schema=await table.schema(),
-        storage_options={"new_table_data_storage_version": file_format},
-    )
-    async for batch in await table.query().to_batches(max_batch_length=BATCH_ROWS):
-        await copy.add(batch)
 
 
 def main() -> None:
@@ -61,7 +45,7 @@ def main() -> None:
         target.mkdir(parents=True)
         shutil.copy(args.data_dir / "tribal.sqlite3", target / "tribal.sqlite3")
         started = time.perf_counter()
-        asyncio.run(copy_rows(source, target / "lancedb", file_format))
+        copy_table(str(source), str(target / "lancedb"), file_format=file_format)
         copied = time.perf_counter() - started
         store = LanceMemoryStore(str(target / "lancedb"), model, dim, keep_versions_s=0)
         for _ in range(2):

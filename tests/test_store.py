@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -158,38 +159,36 @@ def test_nearest_sees_rows_another_process_wrote_outside_the_index(tmp_path: Pat
     assert [f[0] if f else None for f in found] == ["x0", "x1", "x2"]
 
 
-def test_optimize_keeps_the_ann_index_to_few_segments(tmp_path: Path) -> None:
-    store, vectors = _indexed_store(tmp_path, 600)
-    more = _unit(400, 16, seed=9)
-    for round_ in range(4):
-        part = more[round_ * 100 : (round_ + 1) * 100]
-        ids = [f"r{round_}-{i}" for i in range(100)]
+def _grow(store: LanceMemoryStore, rounds: int, rows: int, seed: int) -> Iterator[dict[str, int]]:
+    """``rounds`` times: add ``rows`` rows, optimize(), check all are indexed and findable.
+
+    Yields the IVF index's stats after each round.
+    """
+    more = _unit(rounds * rows, 16, seed=seed)
+    for round_ in range(rounds):
+        part = more[round_ * rows : (round_ + 1) * rows]
+        ids = [f"g{seed}-{round_}-{i}" for i in range(rows)]
         store.add([_memory(i, f"round {i}", owner="big-0") for i in ids], part)
         store.optimize()
         stats = store.ann_index_stats()
-        assert stats is not None
-        assert stats["segments"] <= 2 and stats["unindexed_rows"] == 0
+        assert stats is not None and stats["unindexed_rows"] == 0
+        found = store.vector_search(part[rows // 2], SearchFilters(), 1)
+        assert found[0].memory.memory_id == ids[rows // 2]
+        yield stats
+
+
+def test_optimize_keeps_the_ann_index_to_few_segments(tmp_path: Path) -> None:
+    store, vectors = _indexed_store(tmp_path, 600)
+    for round_, stats in enumerate(_grow(store, rounds=4, rows=100, seed=9)):
+        assert stats["segments"] <= 2
         assert stats["indexed_rows"] == 700 + 100 * round_
-        found = store.vector_search(part[7], SearchFilters(), 1)
-        assert found[0].memory.memory_id == ids[7]
 
 
 def test_a_slowly_growing_table_keeps_its_ann_index_to_a_few_segments(tmp_path: Path) -> None:
     # 8 runs of 10 rows each: the table grows by 13%, short of the growth that
     # rebuilds the index with 2 segments, so only the segment cap bounds them.
     store, _ = _indexed_store(tmp_path, 600)
-    more = _unit(80, 16, seed=10)
-    seen = []
-    for round_ in range(8):
-        part = more[round_ * 10 : (round_ + 1) * 10]
-        ids = [f"s{round_}-{i}" for i in range(10)]
-        store.add([_memory(i, f"slow {i}", owner="big-0") for i in ids], part)
-        store.optimize()
-        stats = store.ann_index_stats()
-        assert stats is not None and stats["unindexed_rows"] == 0
-        seen.append(stats["segments"])
-        found = store.vector_search(part[3], SearchFilters(), 1)
-        assert found[0].memory.memory_id == ids[3]
+    seen = [stats["segments"] for stats in _grow(store, rounds=8, rows=10, seed=10)]
     assert max(seen) <= IVF_SEGMENTS_CAP and max(seen) > 1
 
 

@@ -13,7 +13,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,7 @@ class ServerProcess(server_process.ServerProcess):
         log_path: Where the server's stdout and stderr go.
         lancedb_uri: Where its LanceDB store is (``TRIBAL_LANCEDB_URI``, e.g.
             ``s3://bucket/path``); None: in ``data_dir``.
+        env: More environment variables for it (settings of a variant).
 
     Raises:
         ServerStartError: on entry, the server exited or was not healthy within
@@ -43,9 +44,11 @@ class ServerProcess(server_process.ServerProcess):
         data_dir: Path,
         log_path: Path,
         lancedb_uri: str | None = None,
+        env: Mapping[str, str] | None = None,
     ) -> None:
         port = server_process.free_port()
         env = {
+            **(env or {}),
             "TRIBAL_DATA_DIR": str(data_dir),
             "TRIBAL_PORT": str(port),
             "TRIBAL_HOST": server_process.LOOPBACK,

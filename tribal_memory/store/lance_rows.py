@@ -37,8 +37,7 @@ million rows per file, 10 hits cost 9.6 ms for all columns against 4.8 ms in
 format"). A table keeps the format it was created with; a backup writes
 its copy in this one.
 """
-NEW_TABLE_OPTIONS = {"new_table_data_storage_version": FILE_FORMAT}
-"""LanceDB storage options of every table this store creates (the memory table, a backup's copy)."""
+
 COLUMNS = MEMORY_FIELDS
 """The memory's columns: one per :class:`Memory` field, same name (the table has
 also ``anchor_text``, unused, and ``vector``)."""
@@ -72,6 +71,11 @@ def table_schema(model_id: str, dim: int) -> pa.Schema:
         ],
         metadata={MODEL_KEY: model_id.encode(), DIM_KEY: str(dim).encode()},
     )
+
+
+def new_table_options(file_format: str = FILE_FORMAT) -> dict[str, str]:
+    """LanceDB storage options of a table this store creates (the memory table, a copy)."""
+    return {"new_table_data_storage_version": file_format}
 
 
 def quote(value: str) -> str:

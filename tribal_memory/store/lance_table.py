@@ -20,8 +20,8 @@ from tribal_memory.store.lance_index import ensure_indexes
 from tribal_memory.store.lance_rows import (
     DIM_KEY,
     MODEL_KEY,
-    NEW_TABLE_OPTIONS,
     TABLE,
+    new_table_options,
     table_schema,
 )
 
@@ -85,7 +85,7 @@ async def _open(
             TABLE,
             schema=table_schema(model_id, dim),
             exist_ok=True,
-            storage_options=NEW_TABLE_OPTIONS,
+            storage_options=new_table_options(),
         )
     _check_model(await table.schema(), model_id, dim)
     return table, await ensure_indexes(table)

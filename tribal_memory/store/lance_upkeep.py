@@ -28,7 +28,7 @@ from tribal_memory.store.base import StoreCopy
 from tribal_memory.store.event_loop import EventLoop, public_message
 from tribal_memory.store.heap import release_free_memory
 from tribal_memory.store.lance_index import AnnIndex, ann_state, has_index
-from tribal_memory.store.lance_rows import NEW_TABLE_OPTIONS, TABLE
+from tribal_memory.store.lance_rows import FILE_FORMAT, TABLE, new_table_options
 from tribal_memory.store.lance_versions import (
     NO_CLEANUP,
     list_versions,
@@ -473,7 +473,7 @@ class Upkeep:
         return True
 
 
-def copy_table(source_uri: str, target_uri: str) -> StoreCopy:
+def copy_table(source_uri: str, target_uri: str, *, file_format: str = FILE_FORMAT) -> StoreCopy:
     """Copy the memory table at ``source_uri`` as of its newest version into ``target_uri``.
 
     A handle of its own reads the newest version (every acknowledged write
@@ -482,8 +482,9 @@ def copy_table(source_uri: str, target_uri: str) -> StoreCopy:
     files before the copy is done (a tag, :func:`~.lance_versions.pin_name`,
     deleted afterwards; one left by a crash goes after a day); the rows go in batches of
     ``COPY_BATCH_ROWS`` into a table of the same schema and model metadata
-    at ``target_uri``, whose full-text index is then built (the scalar
-    indexes are built when the copy is first opened).
+    at ``target_uri``, written in Lance ``file_format``, whose full-text
+    index is then built (the scalar indexes are built when the copy is
+    first opened).
 
     Returns:
         The version copied and the ids of the rows copied, in copy order.
@@ -492,23 +493,23 @@ def copy_table(source_uri: str, target_uri: str) -> StoreCopy:
         StoreUnavailable: the table cannot be read or the copy written.
     """
     try:
-        return _copy_table(source_uri, target_uri)
+        return _copy_table(source_uri, target_uri, file_format)
     except Exception as exc:  # noqa: BLE001 - LanceDB/Arrow raise many types
         raise StoreUnavailable(f"cannot copy the memory store: {public_message(exc)}") from exc
 
 
-def _copy_table(source_uri: str, target_uri: str) -> StoreCopy:
+def _copy_table(source_uri: str, target_uri: str, file_format: str) -> StoreCopy:
     table = lancedb.connect(source_uri).open_table(TABLE)
     version = int(table.version)
     pin = pin_name()
     table.tags.create(pin, version)  # no optimize() removes the version while it is copied
     try:
-        return _copy_version(table, version, target_uri)
+        return _copy_version(table, version, target_uri, file_format)
     finally:
         table.tags.delete(pin)
 
 
-def _copy_version(table: Any, version: int, target_uri: str) -> StoreCopy:
+def _copy_version(table: Any, version: int, target_uri: str, file_format: str) -> StoreCopy:
     table.checkout(version)  # later writes by the server do not reach this handle
     schema = table.schema
     reader = table.search().select(list(schema.names)).limit(None).to_batches(COPY_BATCH_ROWS)
@@ -521,7 +522,10 @@ def _copy_version(table: Any, version: int, target_uri: str) -> StoreCopy:
 
     data = pa.RecordBatchReader.from_batches(schema, batches())
     copy = lancedb.connect(target_uri).create_table(
-        TABLE, data=data, schema=schema, storage_options=NEW_TABLE_OPTIONS
+        TABLE,
+        data=data,
+        schema=schema,
+        storage_options=new_table_options(file_format),
     )
     copy.create_index("content", config=FTS(with_position=False))
     return StoreCopy(version, ids)
