@@ -23,10 +23,10 @@ from sqlalchemy import select
 from tribal_memory.base.config import Settings
 from tribal_memory.base.db import Database, make_engine, migrate
 from tribal_memory.base.errors import Conflict, InvalidInput, NotFound
-from tribal_memory.base.models import MemoryInput, MemoryPatch, SearchFilters
+from tribal_memory.base.models import MemoryInput, MemoryPatch, SearchFilters, memory_to_json
 from tribal_memory.base.results import LearnedParts, SearchMode, SearchResult
 from tribal_memory.base.sql import read_generation
-from tribal_memory.base.tables import QueryExpansionRow, QueryFactWeightRow
+from tribal_memory.base.tables import QueryCacheRow, QueryExpansionRow, QueryFactWeightRow
 from tribal_memory.bench.perf_corpus import generate
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
 from tribal_memory.learned.expander import rule_variants
@@ -208,6 +208,28 @@ def test_deleting_a_cached_memory_invalidates_the_entry(make_service: ServiceFac
     result = svc.search(SHIP, k=3, filters=MINE)
     assert not result.cached
     assert ids["deploy"] not in {h.memory.memory_id for h in result.hits}
+
+
+def test_a_cached_answer_another_process_changed_is_served_as_changed(
+    make_service: ServiceFactory,
+) -> None:
+    svc = make_service(cache_min_successes=3)
+    ids = capture_facts(svc)
+    teach(svc, SHIP, [ids["deploy"]], times=3)
+    for _ in range(2):  # the second answer comes from what this process kept
+        assert rank_of(svc.search(SHIP, k=3, filters=MINE), ids["deploy"]) == 1
+    vpn = svc.get(ids["vpn"])
+    # Another process rewrites the entry's answer (as its own feedback would).
+    other = Database(make_engine(svc.settings.sqlite_path))
+    try:
+        with other.session() as session:
+            for row in session.scalars(select(QueryCacheRow)):
+                row.hits = [{"memory": memory_to_json(vpn), "score": 0.9, "uses": 9}]
+    finally:
+        other.close()
+    result = svc.search(SHIP, k=3, filters=MINE)
+    assert result.cached
+    assert [h.memory.memory_id for h in result.hits] == [ids["vpn"]]
 
 
 @pytest.mark.parametrize(("threshold", "served"), [(0.9, True), (1.0, False)])

@@ -49,6 +49,8 @@ from tribal_memory.embeddings.base import Vector
 
 MAX_PATCHED = 500
 """Most changed entries :meth:`QueryCache.past_queries` patches in; past that it reads all."""
+MAX_KEPT_ENTRIES = 1024
+"""Most entries :class:`QueryCache` keeps in memory for repeated questions (all owners)."""
 
 
 def filter_key(filters: SearchFilters, mode: str = "") -> str:
@@ -177,20 +179,27 @@ class QueryCache:
         self._min_successes = min_successes
         self._min_rate = min_success_rate
         self._indexes: dict[str, PastQueries] = {}
+        self._kept: dict[tuple[str, str], tuple[int, CacheEntry | None]] = {}
+        """Entries (None: no row) by (owner, key), with the counter they were read at."""
         self._lock = threading.Lock()
 
     def _eligible(self, success: int, failure: int) -> bool:
         return eligible(success, failure, self._min_successes, self._min_rate)
 
-    def lookup(self, owner: str, key: str) -> CacheEntry | None:
-        """The eligible entry for exactly this key, or None (a miss)."""
+    def lookup(self, owner: str, key: str, *, generation: int | None = None) -> CacheEntry | None:
+        """The eligible entry for exactly this key, or None (a miss).
+
+        ``generation``: ``owner``'s change counter (:meth:`generation_name`)
+        as the caller has just read it; the entry is then answered from
+        memory when it was read at that counter (a repeated question costs
+        no SQL). None always reads the table.
+        """
         if not key:
             return None
-        with self._db.session() as session:
-            row = session.get(QueryCacheRow, (owner, key))
-            if row is None or not self._eligible(row.success_count, row.failure_count):
-                return None
-            return _entry(row)
+        entry = self.get(owner, key, generation=generation)
+        if entry is None or not self._eligible(entry.success_count, entry.failure_count):
+            return None
+        return entry
 
     @staticmethod
     def generation_name(owner: str) -> str:
@@ -277,11 +286,28 @@ class QueryCache:
             return []
         return index.similar(vector, min_similarity=min_similarity, limit=limit)
 
-    def get(self, owner: str, key: str) -> CacheEntry | None:
-        """The entry for this key whether eligible or not, or None."""
+    def get(self, owner: str, key: str, *, generation: int | None = None) -> CacheEntry | None:
+        """The entry for this key whether eligible or not, or None.
+
+        ``generation``: as for :meth:`lookup`.
+        """
+        if generation is not None:
+            with self._lock:
+                kept = self._kept.get((owner, key))
+            if kept is not None and kept[0] == generation:
+                return kept[1]
         with self._db.session() as session:
             row = session.get(QueryCacheRow, (owner, key))
-            return _entry(row) if row is not None else None
+            entry = _entry(row) if row is not None else None
+        if generation is not None:
+            # Read after the counter: the entry is at least as new as ``generation``.
+            # Any later change moves the counter, and the next search reads again.
+            with self._lock:
+                self._kept.pop((owner, key), None)
+                if len(self._kept) >= MAX_KEPT_ENTRIES:
+                    del self._kept[next(iter(self._kept))]  # the longest kept
+                self._kept[(owner, key)] = (generation, entry)
+        return entry
 
     def remember(self, owner: str, key: str, text: str, embed: Callable[[], Vector]) -> None:
         """Keep ``owner``'s query as a past query (its entry, with an embedding); counts nothing.

@@ -237,7 +237,7 @@ class Retriever:
             return None
         if q.cache_key not in q.past.eligible_keys:
             return None
-        entry = self._learner.cache.lookup(q.scope, q.cache_key)
+        entry = self._learner.cache.lookup(q.scope, q.cache_key, generation=q.cache_generation)
         return self._cached(q, entry) if entry is not None else None
 
     def _start(self, q: SearchState) -> None:
@@ -274,7 +274,7 @@ class Retriever:
             and q.plain_filters
             and rewording_of(q.query, closest.text)
         ):
-            entry = self._learner.cache.get(q.scope, closest.key)
+            entry = self._learner.cache.get(q.scope, closest.key, generation=q.cache_generation)
             if entry is not None:
                 return self._cached(q, entry)
         return None
