@@ -5,7 +5,7 @@ asks the same ``--questions`` of the corpus's questions in ``--rounds``
 rounds over HTTP, none from the query cache (no feedback is given). The
 first round is what a new question costs; the later ones what a question
 costs once what it reads is cached. Per round: search p50 and p95 (ms,
-lower is better) and the server's RSS (MiB). Variants alternate
+lower is better), the server's RSS and its index cache (MiB). Variants alternate
 ``--repeats`` times. The variants are, by default, the key table
 (``TRIBAL_ROW_KEYS_MAX_ROWS`` left at its default) against every candidate's
 key read by row id (0); with ``--against DIR``, the two stores, each named
@@ -50,7 +50,7 @@ def file_format(data_dir: Path) -> str:
 def rounds(
     data_dir: Path, asked: list[str], count: int, env: dict[str, str]
 ) -> list[dict[str, Any]]:
-    """Per round, search p50/p95 (ms) over ``asked`` and the server's RSS (MiB) after it."""
+    """Per round, search p50/p95 (ms) over ``asked``, then the server's RSS and cache (MiB)."""
     found = []
     with (
         tempfile.TemporaryDirectory() as tmp,
@@ -64,11 +64,14 @@ def rounds(
                 response = client.post("/v1/search", json={"query": query, "k": SEARCH_K})
                 times.append((time.perf_counter() - started) * 1000)
                 check_response(response, "search")
+            stats = client.get("/v1/stats")
+            check_response(stats, "stats")
             found.append(
                 {
                     "search_p50_ms": round(float(np.percentile(times, 50)), 2),
                     "search_p95_ms": round(float(np.percentile(times, 95)), 2),
                     "rss_mb": server.memory_mb().get("rss_mb"),
+                    "index_cache_mb": round(stats.json()["cache_bytes"] / 1024**2, 1),
                 }
             )
     return found

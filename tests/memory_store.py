@@ -260,6 +260,9 @@ class InMemoryStore(MemoryStore):
     def health(self) -> dict[str, int]:
         return {"fragments": 0, "small_fragments": 0, "unindexed_rows": 0, "versions": 1}
 
+    def cache_bytes(self) -> int:
+        return 0  # the rows themselves are all it holds
+
     def optimize(self) -> None:
         return None  # nothing to compact
 

@@ -46,6 +46,7 @@ SIZE_KEYS = (
     "capture_vs_embed",
     "search_vs_baseline_p50",
     "rss_peak_mb",
+    "index_cache_mb",
     "after_feedback_search_p50_ms",
     "after_feedback_learned_p50_ms",
     "after_feedback_interleaved_p50_ms",

@@ -208,3 +208,17 @@ def _indexed_within(service: MemoryService, *, seconds: float) -> bool:
         if service.table_health()["unindexed_rows"] == 0:
             return True
     return False
+
+
+def test_stats_report_the_index_data_searches_keep_in_memory(
+    tmp_path: Path, embedder: FastEmbedEmbedder
+) -> None:
+    with MemoryService(Settings(data_dir=tmp_path / "d"), embedder=embedder) as service:
+        service.capture_batch([MemoryInput(f, owner="ana") for f in FACTS])
+        service.optimize()
+        before = service.stats().cache_bytes
+        for i in range(10):
+            service.search(f"which code opens the locker of desk {i}?", k=5, filters=MINE)
+        after = service.stats().cache_bytes
+    # The searches read the full-text and scalar indexes, which the store keeps.
+    assert after > before >= 0, (before, after)

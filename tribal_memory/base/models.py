@@ -275,7 +275,9 @@ class StoreStats:
     Table health (what slows reads; ``optimize()`` brings the first three
     down): ``fragments`` and ``small_fragments`` of the memory table,
     ``unindexed_rows`` (rows the full-text and scalar indexes lack yet),
-    ``versions`` (table versions kept on disk).
+    ``versions`` (table versions kept on disk). ``cache_bytes``: what the
+    store keeps of its indexes and metadata in memory (part of the server's
+    RSS, bounded by ``TRIBAL_INDEX_CACHE_MB`` and a quarter of it).
     """
 
     memories: int
@@ -291,6 +293,7 @@ class StoreStats:
     small_fragments: int = 0
     unindexed_rows: int = 0
     versions: int = 0
+    cache_bytes: int = 0
 
 
 MEMORY_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Memory))

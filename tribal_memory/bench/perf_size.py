@@ -37,6 +37,7 @@ from tribal_memory.bench.perf_http import (
     SEARCH_K,
     Log,
     capture_figures,
+    check_response,
     load_corpus,
     p50_p95,
     search_figures,
@@ -264,6 +265,9 @@ def _measure_server(
         memory = server.memory_mb()
         figures["rss_mb"] = memory.get("rss_mb")
         figures["rss_peak_mb"] = memory.get("peak_mb")
+        stats = client.get("/v1/stats")
+        check_response(stats, "stats")
+        figures["index_cache_mb"] = round(stats.json()["cache_bytes"] / 1024**2, 1)
     return figures, locust
 
 

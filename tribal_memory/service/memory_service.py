@@ -417,6 +417,7 @@ class MemoryService(RetrievalOperations, GraphOperations):
             fts_indexed=indexes["fts"],
             ann_indexed=indexes["ann"],
             table_version=self.store.version,
+            cache_bytes=self.store.cache_bytes(),
             **self.store.health(),
         )
 

@@ -440,6 +440,13 @@ class MemoryStore(Protocol):
             StoreUnavailable: the store cannot be read.
         """
 
+    def cache_bytes(self) -> int:
+        """Bytes of index and metadata data this handle keeps in memory (>= 0; 0: none kept).
+
+        Part of the server's RSS that grows with searches up to a configured
+        bound (``index_cache_mb``), not with the store's size.
+        """
+
     def optimize(self) -> None:
         """Fold new rows into the indexes, compact storage and drop old versions.
 

@@ -34,7 +34,7 @@ def open_table(
     *,
     read_consistency_s: float,
     index_cache_mb: int,
-) -> tuple[AsyncTable, list[IndexConfig]]:
+) -> tuple[AsyncTable, list[IndexConfig], lancedb.Session]:
     """Open the memory table at ``uri``, creating it (and its indexes) when missing.
 
     Args:
@@ -47,7 +47,8 @@ def open_table(
             bounds the metadata cache.
 
     Returns:
-        The table handle and the indexes it had before any were created here.
+        The table handle, the indexes it had before any were created here,
+        and the LanceDB session holding the handle's caches.
 
     Raises:
         EmbeddingModelMismatch: the table was created with another model or dimension.
@@ -57,7 +58,8 @@ def open_table(
         index_cache_size_bytes=index_cache_mb * 1024**2,
         metadata_cache_size_bytes=index_cache_mb * 1024**2 // 4,
     )
-    return loop.run("open", _open(uri, model_id, dim, read_consistency_s, session))
+    table, indices = loop.run("open", _open(uri, model_id, dim, read_consistency_s, session))
+    return table, indices, session
 
 
 async def recorded_model(uri: str) -> tuple[str, int] | None:

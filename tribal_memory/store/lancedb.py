@@ -149,7 +149,7 @@ class LanceMemoryStore(MemoryStore):
         self._groups: dict[str, tuple[int, dict[str, int]]] = {}
         """Per column, the table version :meth:`group_counts` last scanned and its answer."""
         self._loop = shared_event_loop()
-        self._table, indices = open_table(
+        self._table, indices, self._session = open_table(
             self._loop,
             uri,
             model_id,
@@ -536,6 +536,13 @@ class LanceMemoryStore(MemoryStore):
     def health(self) -> dict[str, int]:
         """See :meth:`MemoryStore.health` and :meth:`Upkeep.health`."""
         return self._upkeep.health()
+
+    def cache_bytes(self) -> int:
+        """See :meth:`MemoryStore.cache_bytes`: LanceDB's index and metadata caches of this handle.
+
+        Bounded by ``index_cache_mb`` (index data) plus a quarter of it (metadata).
+        """
+        return int(self._session.size_bytes)
 
     def footprint(self) -> TableFootprint | None:
         """Bytes on disk by what they hold (:func:`~.lance_footprint.table_footprint`).

@@ -13,6 +13,8 @@ class StatsOut(msgspec.Struct):
     Table health (what slows searches; ``tribal-memory optimize`` brings it
     down): ``fragments``, ``small_fragments``, ``unindexed_rows`` (rows the
     full-text and scalar indexes lack yet) and ``versions`` kept on disk.
+    ``cache_bytes``: index and metadata data the server keeps in memory
+    (part of its RSS; bounded by ``TRIBAL_INDEX_CACHE_MB`` plus a quarter).
     """
 
     memories: int
@@ -28,6 +30,7 @@ class StatsOut(msgspec.Struct):
     small_fragments: int
     unindexed_rows: int
     versions: int
+    cache_bytes: int
 
 
 class OwnerStatsOut(msgspec.Struct):
