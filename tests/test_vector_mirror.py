@@ -55,7 +55,7 @@ def _lancedb_only(tmp_path: Path, rows: int = 60) -> LanceMemoryStore:
 def _mirror(tmp_path: Path, max_rows: int = 1000) -> VectorMirror:
     """A copy over its own handle of the table, which sees every other handle's writes."""
     loop = shared_event_loop()
-    table, _ = open_table(
+    table, _, _ = open_table(
         loop, str(tmp_path / "db"), "test-model", DIM, read_consistency_s=0, index_cache_mb=64
     )
     return VectorMirror(table, max_rows)
