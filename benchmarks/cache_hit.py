@@ -25,8 +25,6 @@ import json
 import os
 import subprocess
 import tempfile
-import time
-from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -34,19 +32,16 @@ from typing import Any
 import httpx
 
 import tribal_memory
-from tribal_memory.bench.perf_http import check_response, make_cached, p50_p95, search_call
+from tribal_memory.bench.perf_http import (
+    check_response,
+    make_cached,
+    p50_p95,
+    search_call,
+    timed,
+)
 from tribal_memory.bench.perf_server import ServerProcess
 
 QUESTION = "what is the colour of box 17"
-
-
-def _times(call: Callable[[], object], samples: int) -> list[float]:
-    found = []
-    for _ in range(samples):
-        started = time.perf_counter()
-        call()
-        found.append((time.perf_counter() - started) * 1000)
-    return found
 
 
 def _commit(package_dir: Path) -> str | None:
@@ -77,8 +72,8 @@ def measure(facts: int, samples: int) -> dict[str, Any]:
                 hit = search_call(client, {}, expect_cached=True)
                 for _ in range(samples // 5):  # warm-up
                     hit(QUESTION)
-                health = _times(lambda: client.get("/health"), samples)
-                cache_hit = _times(lambda: hit(QUESTION), samples)
+                health = timed(lambda _: client.get("/health"), [""], samples)
+                cache_hit = timed(hit, [QUESTION], samples)
                 took = [float(hit(QUESTION)["took_ms"]) for _ in range(samples)]  # type: ignore[index]
                 return {
                     "health": p50_p95(health),
