@@ -34,6 +34,7 @@ import httpx
 import tribal_memory
 from tribal_memory.bench.perf_http import (
     check_response,
+    feedback_on_top,
     make_cached,
     p50_p95,
     search_call,
@@ -75,10 +76,15 @@ def measure(facts: int, samples: int) -> dict[str, Any]:
                 health = timed(lambda _: client.get("/health"), [""], samples)
                 cache_hit = timed(hit, [QUESTION], samples)
                 took = [float(hit(QUESTION)["took_ms"]) for _ in range(samples)]  # type: ignore[index]
+                after_feedback = []
+                for i in range(samples // 5):
+                    feedback_on_top(client, f"which shade is box {i % facts} painted")
+                    after_feedback.append(float(hit(QUESTION)["took_ms"]))  # type: ignore[index]
                 return {
                     "health": p50_p95(health),
                     "cache_hit": p50_p95(cache_hit),
                     "cache_hit_took_ms": p50_p95(took),
+                    "cache_hit_after_feedback_took_ms": p50_p95(after_feedback),
                 }
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from builders import stored_memory
 from sqlalchemy import delete, event, insert, select
 
 from tribal_memory.base.config import Settings
@@ -27,7 +28,7 @@ from tribal_memory.learned import query_cache
 from tribal_memory.learned.anchors import AnchorIndex, owners_for
 from tribal_memory.learned.feedback import FeedbackTracker
 from tribal_memory.learned.memo import RowsByKey, changed_keys
-from tribal_memory.learned.query_cache import PastQueries, QueryCache
+from tribal_memory.learned.query_cache import CacheEntry, PastQueries, QueryCache
 
 OWNER = "agent-a"
 COUNTER = QueryCache.generation_name(OWNER)
@@ -217,6 +218,49 @@ def test_a_patched_anchor_corpus_answers_as_a_reloaded_one(
         patches.clear()
 
 
+def test_a_kept_cache_answer_is_read_again_only_when_its_own_entry_changes(
+    db: Database,
+) -> None:
+    cache = QueryCache(db, min_successes=1, min_success_rate=0.5)
+    deploy = stored_memory("m1", "Deploys run on Fridays.", owner=OWNER)
+    vpn = stored_memory("m2", "The VPN host is vpn.example.org.", owner=OWNER)
+    for key in ("a", "b"):
+        cache.record(OWNER, key, f"question {key}?", None, [(deploy, 0.8)])
+
+    def lookup(key: str) -> tuple[CacheEntry | None, int]:
+        """The entry a search finds, and how many SQL reads of entries it took."""
+        reads: list[str] = []
+
+        def capture(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+            if "query_cache.hits" in statement:
+                reads.append(statement)
+
+        event.listen(db.engine, "before_cursor_execute", capture)
+        try:
+            return cache.lookup(OWNER, key, generation=_generation(db)), len(reads)
+        finally:
+            event.remove(db.engine, "before_cursor_execute", capture)
+
+    def used(entry: CacheEntry | None) -> list[str]:
+        assert entry is not None
+        return [hit.memory.memory_id for hit in entry.hits]
+
+    entry, reads = lookup("a")
+    assert (used(entry), reads) == (["m1"], 1)
+    cache.record(OWNER, "b", "question b?", None, [(vpn, 0.7)])  # feedback on another question
+    entry, reads = lookup("a")
+    assert (used(entry), reads) == (["m1"], 0)  # still kept: the log does not name "a"
+    cache.record(OWNER, "a", "question a?", None, [(vpn, 0.9)])
+    entry, reads = lookup("a")
+    assert (sorted(used(entry)), reads) == (["m1", "m2"], 1)
+    # When the log cannot say what changed, every kept entry is read again.
+    cache.record(OWNER, "b", "question b?", None, [(deploy, 0.6)])
+    with db.session() as session:
+        session.execute(delete(LearnedChangeRow))
+    entry, reads = lookup("a")
+    assert (sorted(used(entry)), reads) == (["m1", "m2"], 1)
+
+
 def test_memoised_rows_of_unchanged_keys_survive_a_change(db: Database) -> None:
     def read_all(owner: str, keys: Sequence[str]) -> dict[str, list[tuple[str, float]]]:
         found: dict[str, list[tuple[str, float]]] = {}
@@ -301,6 +345,12 @@ def test_a_memo_starts_with_all_rows_and_rereads_only_what_changed(db: Database)
     assert lazy.get(OWNER, ["b", "d"], _generation(db)) == {"b": current["b"], "d": []}
     assert lazy.get(OWNER, ["c"], _generation(db)) == {"c": current["c"]}
     assert reads == [None, ["b", "d"], ["c"]]
+    # A lazy memo holds at most max_keys keys: the third key starts it over.
+    reads.clear()
+    bounded = RowsByKey(read, changed=changed_keys(db), max_keys=2)
+    for key in ("b", "c", "d", "d", "c", "b"):
+        assert bounded.get(OWNER, [key], _generation(db)) == {key: current[key]}
+    assert reads == [["b"], ["c"], ["d"], ["c"], ["b"]]
 
 
 def _add_random_weights(

@@ -21,6 +21,11 @@ from tribal_memory.base.tables import LearnedChangeRow, LearnedGenerationRow
 _UNIX_EPOCH_JULIAN_DAY = 2440587.5
 
 
+def query_cache_counter(owner: str) -> str:
+    """The change counter of ``owner``'s query-cache, feedback-weight and expansion rows."""
+    return f"query_cache:{owner}"
+
+
 def read_generation(session: Session | Connection, name: str) -> int:
     """The change counter ``name`` of the ``learned_generations`` table (0 when never bumped).
 

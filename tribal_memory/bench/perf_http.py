@@ -177,12 +177,21 @@ def search_call(
 def make_cached(client: httpx.Client, query: str) -> None:
     """Three searches with feedback using their top hit: enough for a cache hit (defaults)."""
     for _ in range(3):
-        response = client.post("/v1/search", json={"query": query, "k": SEARCH_K, "feedback": True})
-        check_response(response, "search with feedback")
-        body = response.json()
-        used = [body["hits"][0]["memory_id"]] if body["hits"] else []
-        feedback = {"retrieval_id": body["retrieval_id"], "used_ids": used}
-        check_response(client.post("/v1/feedback", json=feedback), "feedback")
+        feedback_on_top(client, query)
+
+
+def feedback_on_top(client: httpx.Client, query: str) -> None:
+    """One search of ``query`` with feedback using its top hit (none used when it found none).
+
+    Raises:
+        TribalError: the search or the feedback failed (HTTP error status).
+    """
+    response = client.post("/v1/search", json={"query": query, "k": SEARCH_K, "feedback": True})
+    check_response(response, "search with feedback")
+    body = response.json()
+    used = [body["hits"][0]["memory_id"]] if body["hits"] else []
+    feedback = {"retrieval_id": body["retrieval_id"], "used_ids": used}
+    check_response(client.post("/v1/feedback", json=feedback), "feedback")
 
 
 def p50_p95(times: Sequence[float]) -> tuple[float, float]:

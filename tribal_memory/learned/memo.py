@@ -24,7 +24,7 @@ from sqlalchemy import Row, bindparam, select
 from sqlalchemy.orm import InstrumentedAttribute
 
 from tribal_memory.base.db import Database
-from tribal_memory.learned.query_cache import QueryCache
+from tribal_memory.base.sql import query_cache_counter
 
 _Row = TypeVar("_Row")
 
@@ -60,8 +60,8 @@ class RowsByKey(Generic[_Row]):
         changed: ``changed(owner, since, until)``: the keys whose rows changed
             between two counter values, None when unknown (see
             :func:`tribal_memory.base.sql.read_changes`); None: forget every key.
-        max_keys: Most keys kept per owner.
-        preload_rows: Most rows an owner may have to be read whole.
+        max_keys: Most keys kept per owner (a lazy memo past it starts over).
+        preload_rows: Most rows an owner may have to be read whole (0: always lazily).
     """
 
     def __init__(
@@ -93,12 +93,18 @@ class RowsByKey(Generic[_Row]):
         with self._lock:
             rows = known.rows
             missing = [] if known.complete else [key for key in keys if key not in rows]
+            answer = {key: rows[key] for key in keys if key in rows}
         if missing:
             found = self._read(owner, missing)
             with self._lock:
+                if len(rows) + len(missing) > self._max_keys:
+                    # A lazy memo past its bound starts over (unless it moved on meanwhile).
+                    rows = {}
+                    if self._memo.get(owner) is known:
+                        self._memo[owner] = _Memo(known.generation, rows, complete=False)
                 for key in missing:
-                    rows[key] = found.get(key, [])
-        return {key: rows.get(key, []) for key in keys}
+                    rows[key] = answer[key] = found.get(key, [])
+        return {key: answer.get(key, []) for key in keys}
 
     def snapshot(self, owner: str, generation: int) -> tuple[Mapping[str, list[_Row]], bool]:
         """The owner's memo brought to ``generation``: ``(rows per key, complete)``.
@@ -124,7 +130,7 @@ class RowsByKey(Generic[_Row]):
 
     def _started(self, owner: str, generation: int) -> _Memo[_Row]:
         """A new memo: all the owner's rows when they are few enough, else an empty lazy one."""
-        if self._read_all is not None:
+        if self._read_all is not None and self._preload_rows > 0:
             found = self._read_all(owner, self._preload_rows)
             if found is not None and len(found) <= self._max_keys:
                 return _Memo(generation, found, complete=True)
@@ -155,7 +161,7 @@ def changed_keys(db: Database) -> Callable[[str, int, int], set[str] | None]:
 
     def changed(owner: str, since: int, until: int) -> set[str] | None:
         with db.reading() as connection:
-            return db.changes(connection, QueryCache.generation_name(owner), since, until)
+            return db.changes(connection, query_cache_counter(owner), since, until)
 
     return changed
 
@@ -165,6 +171,9 @@ def sql_rows(
     table: Any,
     columns: Sequence[InstrumentedAttribute[Any]],
     convert: Callable[[Sequence[Any]], _Row],
+    *,
+    max_keys: int = MAX_KEYS,
+    preload_rows: int = PRELOAD_ROWS,
 ) -> RowsByKey[_Row]:
     """A :class:`RowsByKey` over a learned table keyed by ``(owner, query_key)``.
 
@@ -179,6 +188,8 @@ def sql_rows(
         columns: The columns a row is made of (plain columns, not ORM rows:
             searches read these).
         convert: Makes a row from their values.
+        max_keys: Most keys kept per owner.
+        preload_rows: Most rows an owner may have to be read whole (0: read by key only).
     """
     statement = select(table.query_key, *columns)
     of_keys = statement.where(
@@ -201,4 +212,10 @@ def sql_rows(
             found = connection.execute(query).all()
         return grouped(found) if len(found) <= limit else None
 
-    return RowsByKey(read, read_all=read_all, changed=changed_keys(db))
+    return RowsByKey(
+        read,
+        read_all=read_all,
+        changed=changed_keys(db),
+        max_keys=max_keys,
+        preload_rows=preload_rows,
+    )

@@ -43,14 +43,15 @@ from tribal_memory.base.models import (
     memory_from_json,
     memory_to_json,
 )
-from tribal_memory.base.sql import read_generation
+from tribal_memory.base.sql import query_cache_counter, read_generation
 from tribal_memory.base.tables import QueryCacheRow, utcnow
 from tribal_memory.embeddings.base import Vector
+from tribal_memory.learned.memo import RowsByKey, sql_rows
 
 MAX_PATCHED = 500
 """Most changed entries :meth:`QueryCache.past_queries` patches in; past that it reads all."""
 MAX_KEPT_ENTRIES = 1024
-"""Most entries :class:`QueryCache` keeps in memory for repeated questions (all owners)."""
+"""Most entries :class:`QueryCache` keeps in memory per owner for repeated questions."""
 
 
 def filter_key(filters: SearchFilters, mode: str = "") -> str:
@@ -179,8 +180,15 @@ class QueryCache:
         self._min_successes = min_successes
         self._min_rate = min_success_rate
         self._indexes: dict[str, PastQueries] = {}
-        self._kept: dict[tuple[str, str], tuple[int, CacheEntry | None]] = {}
-        """Entries (None: no row) by (owner, key), with the counter they were read at."""
+        self._entries_read: RowsByKey[CacheEntry] = sql_rows(
+            db,
+            QueryCacheRow,
+            _ENTRY_COLUMNS,
+            _entry_of_values,
+            max_keys=MAX_KEPT_ENTRIES,
+            preload_rows=0,  # the hits' snapshots are large: keep only entries asked for
+        )
+        """Entries asked for, kept while their keys are unchanged (the owner's change log)."""
         self._lock = threading.Lock()
 
     def _eligible(self, success: int, failure: int) -> bool:
@@ -191,8 +199,9 @@ class QueryCache:
 
         ``generation``: ``owner``'s change counter (:meth:`generation_name`)
         as the caller has just read it; the entry is then answered from
-        memory when it was read at that counter (a repeated question costs
-        no SQL). None always reads the table.
+        memory when it was read at that counter, or before it and the change
+        log does not name its key since (a repeated question costs no SQL,
+        also after feedback on other questions). None always reads the table.
         """
         if not key:
             return None
@@ -204,7 +213,7 @@ class QueryCache:
     @staticmethod
     def generation_name(owner: str) -> str:
         """The change counter of ``owner``'s entries (see ``base.sql.read_generation``)."""
-        return f"query_cache:{owner}"
+        return query_cache_counter(owner)
 
     def past_queries(self, owner: str, *, generation: int | None = None) -> PastQueries | None:
         """``owner``'s entries as an in-memory index, or None when it has none.
@@ -291,23 +300,8 @@ class QueryCache:
 
         ``generation``: as for :meth:`lookup`.
         """
-        if generation is not None:
-            with self._lock:
-                kept = self._kept.get((owner, key))
-            if kept is not None and kept[0] == generation:
-                return kept[1]
-        with self._db.session() as session:
-            row = session.get(QueryCacheRow, (owner, key))
-            entry = _entry(row) if row is not None else None
-        if generation is not None:
-            # Read after the counter: the entry is at least as new as ``generation``.
-            # Any later change moves the counter, and the next search reads again.
-            with self._lock:
-                self._kept.pop((owner, key), None)
-                if len(self._kept) >= MAX_KEPT_ENTRIES:
-                    del self._kept[next(iter(self._kept))]  # the longest kept
-                self._kept[(owner, key)] = (generation, entry)
-        return entry
+        found = self._entries_read.get(owner, [key], generation)[key]
+        return found[0] if found else None
 
     def remember(self, owner: str, key: str, text: str, embed: Callable[[], Vector]) -> None:
         """Keep ``owner``'s query as a past query (its entry, with an embedding); counts nothing.
@@ -391,14 +385,25 @@ def _new_row(owner: str, key: str, text: str) -> QueryCacheRow:
     )
 
 
-def _entry(row: QueryCacheRow) -> CacheEntry:
-    hits = tuple(
+_ENTRY_COLUMNS = (
+    QueryCacheRow.owner,
+    QueryCacheRow.query_key,
+    QueryCacheRow.query_text,
+    QueryCacheRow.hits,
+    QueryCacheRow.success_count,
+    QueryCacheRow.failure_count,
+)
+"""What :meth:`QueryCache.get` reads of an entry."""
+
+
+def _entry_of_values(values: Sequence[Any]) -> CacheEntry:
+    """A :class:`CacheEntry` of the values of :data:`_ENTRY_COLUMNS`."""
+    owner, key, text, hits, success, failure = values
+    cached = tuple(
         CachedHit(memory_from_json(h["memory"]), float(h["score"]), int(h["uses"]))
-        for h in row.hits or []
+        for h in hits or []
     )
-    return CacheEntry(
-        row.owner, row.query_key, row.query_text, hits, row.success_count, row.failure_count
-    )
+    return CacheEntry(owner, key, text, cached, success, failure)
 
 
 _PAST_COLUMNS = select(
