@@ -114,3 +114,24 @@ def test_counts_follow_writes_of_this_handle_and_of_another(tmp_path: Path) -> N
     other.add([_memory("y", "from another process")], vectors[:1])
     store.refresh()
     assert store.start_count(filters).result() == 40
+
+
+def test_a_hit_read_again_by_id_is_the_memory_as_stored_now(tmp_path: Path) -> None:
+    store, memories, vectors = _store(tmp_path)
+    load_memories(store.vector_search(vectors[7], SearchFilters(), 3))  # kept by row id
+    assert store.get(["m7", "m8", "nope"]) == {"m7": memories[7], "m8": memories[8]}
+    changed = dataclasses.replace(memories[7], content="rewritten fact")
+    store.replace(changed, None)
+    assert store.get(["m7"]) == {"m7": changed}
+    other = LanceMemoryStore(str(tmp_path / "db"), "test-model", DIM)
+    again = dataclasses.replace(memories[7], content="rewritten by another process")
+    other.replace(again, None)
+    store.refresh()
+    assert store.get(["m7"]) == {"m7": again}
+    store.optimize()  # every row moves
+    store.wait_for_maintenance(60)
+    assert store.get(["m7", "m8"]) == {"m7": again, "m8": memories[8]}
+    other.delete(["m8"])
+    store.refresh()
+    store.delete(["m7"])
+    assert store.get(["m7", "m8"]) == {}

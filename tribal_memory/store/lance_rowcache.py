@@ -78,6 +78,8 @@ class RowCache:
         self._max_table_rows = max_table_rows
         self._keys: dict[int, RowKey] = {}
         self._memories: OrderedDict[int, Memory] = OrderedDict()
+        self._refs: dict[str, int] = {}
+        """The row id of each memory in ``_memories``, by memory id."""
         self._lock = threading.Lock()
         self._key_table: KeyTable | None = None
         self._reading: asyncio.Future[KeyTable | None] | None = None
@@ -159,9 +161,52 @@ class RowCache:
             found.update(self._loop.run("read", self._read(missing)))
         return found
 
-    async def _read(self, rows: Sequence[tuple[int, str]]) -> dict[str, Memory]:
-        query = self._table.take_row_ids([r for r, _ in rows]).select(list(COLUMNS)).with_row_id()
-        table = await query.to_arrow()
+    def get(self, memory_ids: Sequence[str]) -> dict[str, Memory]:
+        """Memories by id, as :meth:`tribal_memory.store.base.MemoryStore.get` (blocks on the loop).
+
+        A memory kept here (a recent hit, as an agent reads what its search
+        returned) is read again by its row id, one ``take`` for all: cheaper
+        than a filter on ``memory_id`` (at 300 rows 2.6 against 4.7 ms
+        in-process), and as current, since LanceDB's take leaves out deleted
+        rows and an update writes a new row. The others, and any whose row
+        has gone since, are read by memory id.
+
+        Returns:
+            ``{memory_id: memory}``; ids not stored are absent.
+        """
+        with self._lock:
+            known = [(self._refs[m], m) for m in dict.fromkeys(memory_ids) if m in self._refs]
+        held = {m for _, m in known}
+        others = [m for m in dict.fromkeys(memory_ids) if m not in held]
+        return self._loop.run("read", self._read(known, others))
+
+    async def _read(
+        self, rows: Sequence[tuple[int, str]], others: Sequence[str] = ()
+    ) -> dict[str, Memory]:
+        """The memories of ``rows`` (row id, memory id) read by row id, and of ``others`` by id.
+
+        A row whose memory id is not the expected one, or that is gone, is
+        read by memory id too (absent when deleted). Memories read are kept.
+        """
+        found: dict[str, Memory] = {}
+        lost = list(others)
+        if rows:
+            query = self._table.take_row_ids([r for r, _ in rows])
+            by_ref = self._kept(await query.select(list(COLUMNS)).with_row_id().to_arrow())
+            for ref, memory_id in rows:
+                memory = by_ref.get(ref)
+                if memory is None or memory.memory_id != memory_id:
+                    lost.append(memory_id)
+                else:
+                    found[memory_id] = memory
+        if lost:  # gone from that address since the search: read by id (absent if deleted)
+            query = self._table.query().where(f"memory_id IN ({in_list(lost)})")
+            again = self._kept(await query.select(list(COLUMNS)).with_row_id().to_arrow())
+            found.update((m.memory_id, m) for m in again.values())
+        return found
+
+    def _kept(self, table: pa.Table) -> dict[int, Memory]:
+        """The memories of ``table`` (:data:`COLUMNS` and ``_rowid``) by row id, kept here."""
         by_ref = dict(
             zip(
                 table.column("_rowid").to_pylist(),
@@ -169,23 +214,16 @@ class RowCache:
                 strict=True,
             )
         )
-        found: dict[str, Memory] = {}
-        lost: list[str] = []
         with self._lock:
-            for ref, memory_id in rows:
-                memory = by_ref.get(ref)
-                if memory is None or memory.memory_id != memory_id:
-                    lost.append(memory_id)
-                    continue
-                found[memory_id] = memory
+            for ref, memory in by_ref.items():
                 self._memories[ref] = memory
-                if len(self._memories) > self._max_memories:
-                    self._memories.popitem(last=False)
-        if lost:  # gone from that address since the search: read by id (absent if deleted)
-            where = f"memory_id IN ({in_list(lost)})"
-            again = await self._table.query().where(where).select(list(COLUMNS)).to_arrow()
-            found.update((m.memory_id, m) for m in map(to_memory, memory_rows(again)))
-        return found
+                self._memories.move_to_end(ref)
+                self._refs[memory.memory_id] = ref
+            while len(self._memories) > self._max_memories:
+                ref, dropped = self._memories.popitem(last=False)
+                if self._refs.get(dropped.memory_id) == ref:
+                    del self._refs[dropped.memory_id]
+        return by_ref
 
     def _keep_keys(self, table: pa.Table) -> dict[int, RowKey]:
         """Keep the keys of ``table`` (key columns and ``_rowid``); returns them by row id.

@@ -20,7 +20,7 @@ from lancedb.query import AsyncVectorQuery, MatchQuery
 from lancedb.table import AsyncTable
 
 from tribal_memory.base.errors import StoreUnavailable
-from tribal_memory.base.models import SearchFilters
+from tribal_memory.base.models import Memory, SearchFilters
 from tribal_memory.embeddings.base import Vector
 from tribal_memory.store.base import RowRef, ScoredMemory
 from tribal_memory.store.event_loop import EventLoop, translated
@@ -77,6 +77,10 @@ class LanceSearch:
         self._nprobes = nprobes
         self._rows = RowCache(table, loop, max_table_rows=row_keys_max_rows)
         self._mirror = mirror
+
+    def get(self, memory_ids: Sequence[str]) -> dict[str, Memory]:
+        """See :meth:`MemoryStore.get`; recent hits are read by row id (:meth:`RowCache.get`)."""
+        return self._rows.get(memory_ids)
 
     def start_vector_search(
         self,

@@ -344,9 +344,7 @@ class LanceMemoryStore(MemoryStore):
         """See :meth:`MemoryStore.get`."""
         if not memory_ids:
             return {}
-        query = self._table.query().where(f"memory_id IN ({in_list(memory_ids)})")
-        rows = self._loop.run("read", query.select(list(COLUMNS)).to_list())
-        return {row["memory_id"]: to_memory(row) for row in rows}
+        return self._search.get(memory_ids)
 
     def select(self, filters: SearchFilters, limit: int) -> list[Memory]:
         """See :meth:`MemoryStore.select`."""
