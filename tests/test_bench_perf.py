@@ -30,6 +30,7 @@ SIZE_KEYS = (
     "search_p95_ms",
     "filtered_p50_ms",
     "cache_hit_p50_ms",
+    "get_p50_ms",
     "capture_per_s",
     "embed_per_s",
     "capture_no_near_duplicates_per_s",

@@ -292,6 +292,7 @@ _PERF_COLUMNS = (
     ("search_p95_ms", "p95 ms"),
     ("filtered_p50_ms", "5% p50"),
     ("cache_hit_p50_ms", "cache p50"),
+    ("get_p50_ms", "get p50"),
     ("after_feedback_search_p50_ms", "fed p50"),
     ("after_feedback_learned_p50_ms", "fed learned p50"),
     ("after_feedback_interleaved_p50_ms", "after each feedback p50"),
