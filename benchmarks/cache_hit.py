@@ -1,4 +1,4 @@
-"""A query-cache hit over HTTP against the request path's floor, on a small store.
+"""A query-cache hit and a read by id over HTTP against the request path's floor, on a small store.
 
 Starts a server on a fresh data dir, captures ``--facts`` short facts, makes
 one question cache-eligible (three searches with feedback on their top hit,
@@ -35,6 +35,7 @@ import tribal_memory
 from tribal_memory.bench.perf_http import (
     check_response,
     feedback_on_top,
+    get_by_id,
     make_cached,
     p50_p95,
     search_call,
@@ -60,7 +61,7 @@ def _commit(package_dir: Path) -> str | None:
 
 
 def measure(facts: int, samples: int) -> dict[str, Any]:
-    """p50 / p95 ms of ``GET /health``, the cache hit over HTTP and its ``took_ms``."""
+    """p50 / p95 ms of ``GET /health``, a read by id, the cache hit and its ``took_ms``."""
     with tempfile.TemporaryDirectory(prefix="tribal-cache-hit-") as tmp:  # noqa: SIM117
         with ServerProcess(Path(tmp) / "data", Path(tmp) / "server.log") as server:
             with httpx.Client(base_url=server.base_url, timeout=60) as client:
@@ -80,8 +81,13 @@ def measure(facts: int, samples: int) -> dict[str, Any]:
                 for i in range(samples // 5):
                     feedback_on_top(client, f"which shade is box {i % facts} painted")
                     after_feedback.append(float(hit(QUESTION)["took_ms"]))  # type: ignore[index]
+                search = search_call(client, {})
+                asked = [f"which shade is box {i} painted" for i in range(0, facts, 6)]
+                tops = [search(q)["hits"][0]["memory_id"] for q in asked]  # type: ignore[index]
+                get = timed(lambda memory_id: get_by_id(client, memory_id), tops, samples)
                 return {
                     "health": p50_p95(health),
+                    "get_by_id": p50_p95(get),
                     "cache_hit": p50_p95(cache_hit),
                     "cache_hit_took_ms": p50_p95(took),
                     "cache_hit_after_feedback_took_ms": p50_p95(after_feedback),

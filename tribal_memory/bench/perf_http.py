@@ -174,7 +174,8 @@ def search_call(
     return call
 
 
-def _get(client: httpx.Client, memory_id: str) -> object:
+def get_by_id(client: httpx.Client, memory_id: str) -> object:
+    """``GET /v1/memories/{memory_id}``; raises :class:`TribalError` for an HTTP error status."""
     response = client.get(f"/v1/memories/{memory_id}")
     check_response(response, "get by id")
     return response
@@ -304,7 +305,7 @@ def search_figures(
     figures["search_p50_ms"], figures["search_p95_ms"] = p50_p95(times)
     if tops:
         figures["get_p50_ms"], figures["get_p95_ms"] = p50_p95(
-            timed(lambda memory_id: _get(client, memory_id), tops, samples)
+            timed(lambda memory_id: get_by_id(client, memory_id), tops, samples)
         )
     filtered = search_call(client, {"owner": FILTER_OWNER, "include_shared": False})
     timed(filtered, asked_owned, warmup)
