@@ -200,8 +200,8 @@ class RowCache:
                 else:
                     found[memory_id] = memory
         if lost:  # gone from that address since the search: read by id (absent if deleted)
-            query = self._table.query().where(f"memory_id IN ({in_list(lost)})")
-            again = self._kept(await query.select(list(COLUMNS)).with_row_id().to_arrow())
+            by_id = self._table.query().where(f"memory_id IN ({in_list(lost)})")
+            again = self._kept(await by_id.select(list(COLUMNS)).with_row_id().to_arrow())
             found.update((m.memory_id, m) for m in again.values())
         return found
 
