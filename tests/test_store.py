@@ -81,21 +81,36 @@ def test_scan_streams_every_memory_with_its_exact_vector(tmp_path: Path) -> None
     assert sorted(only_o) == ["1", "3", "5", "7", "9"]
 
 
-def _indexed_store(tmp_path: Path, rows: int, dim: int = 16) -> tuple[LanceMemoryStore, np.ndarray]:
-    """A store past ``ann_index_min_rows``, optimised, so its IVF index exists."""
+def _indexed_store(
+    tmp_path: Path, rows: int, dim: int = 16, *, quantised: bool = False
+) -> tuple[LanceMemoryStore, np.ndarray]:
+    """A store past ``ann_index_min_rows``, optimised, so its IVF index (IVF_SQ or not) exists."""
     store = LanceMemoryStore(
-        str(tmp_path / "db"), "test-model", dim, ann_index_min_rows=256, optimize_every_rows=10**9
+        str(tmp_path / "db"),
+        "test-model",
+        dim,
+        ann_index_min_rows=256,
+        ann_quantised_min_rows=256 if quantised else 10**9,
+        exact_vector_max_rows=0,  # no in-memory copy: searches ask the index
+        optimize_every_rows=10**9,
     )
     vectors = _unit(rows, dim, seed=1)
     memories = [_memory(f"m{i:05d}", f"memory {i}", owner=f"big-{i % 2}") for i in range(rows)]
     store.add(memories, vectors)
     store.optimize()
-    assert store.index_state()["ann"]
+    stats = store.ann_index_stats()
+    assert stats is not None and stats["quantised"] == quantised
     return store, vectors
 
 
-def test_a_small_owner_finds_all_its_memories_past_the_ann_index(tmp_path: Path) -> None:
-    store, _ = _indexed_store(tmp_path, 2000)
+INDEX_KINDS = pytest.mark.parametrize("quantised", [False, True], ids=["ivf_flat", "ivf_sq"])
+
+
+@INDEX_KINDS
+def test_a_small_owner_finds_all_its_memories_past_the_ann_index(
+    tmp_path: Path, quantised: bool
+) -> None:
+    store, _ = _indexed_store(tmp_path, 2000, quantised=quantised)
     small = _unit(6, 16, seed=2)
     store.add([_memory(f"s{i}", f"small {i}", owner="small") for i in range(6)], small)
     store.optimize()
@@ -105,8 +120,9 @@ def test_a_small_owner_finds_all_its_memories_past_the_ann_index(tmp_path: Path)
         assert sorted(s.memory.memory_id for s in found) == [f"s{i}" for i in range(6)]
 
 
-def test_ann_search_agrees_with_exact_search(tmp_path: Path) -> None:
-    store, vectors = _indexed_store(tmp_path, 3000)
+@INDEX_KINDS
+def test_ann_search_agrees_with_exact_search(tmp_path: Path, quantised: bool) -> None:
+    store, vectors = _indexed_store(tmp_path, 3000, quantised=quantised)
     overlap = []
     for vector in _unit(30, 16, seed=3):
         approx = {s.memory.memory_id for s in store.vector_search(vector, SearchFilters(), 10)}
@@ -116,8 +132,46 @@ def test_ann_search_agrees_with_exact_search(tmp_path: Path) -> None:
     assert np.mean(overlap) >= 0.8
 
 
-def test_nearest_finds_a_near_twin_past_the_ann_index(tmp_path: Path) -> None:
-    store, vectors = _indexed_store(tmp_path, 2000)
+@INDEX_KINDS
+def test_ann_search_scores_are_exact_cosines(tmp_path: Path, quantised: bool) -> None:
+    store, vectors = _indexed_store(tmp_path, 2000, quantised=quantised)
+    for query in _unit(10, 16, seed=5):
+        for scored in store.vector_search(query, SearchFilters(), 10):
+            row = int(scored.memory_id[1:])
+            assert scored.score == pytest.approx(float(vectors[row] @ query), abs=1e-5)
+
+
+def test_a_table_grown_past_the_quantised_size_gets_ivf_sq_at_its_rebuild(tmp_path: Path) -> None:
+    store = LanceMemoryStore(
+        str(tmp_path / "db"),
+        "test-model",
+        16,
+        ann_index_min_rows=256,
+        ann_quantised_min_rows=1500,
+        exact_vector_max_rows=0,
+        optimize_every_rows=10**9,
+    )
+    vectors = _unit(2000, 16, seed=6)
+    store.add([_memory(f"m{i:05d}", f"memory {i}") for i in range(300)], vectors[:300])
+    store.optimize()
+    assert store.ann_index_stats() == {
+        "trained_rows": 300,
+        "indexed_rows": 300,
+        "unindexed_rows": 0,
+        "segments": 1,
+        "quantised": 0,
+    }
+    store.add([_memory(f"m{i:05d}", f"memory {i}") for i in range(300, 2000)], vectors[300:])
+    store.optimize()  # grown past four times the trained rows: rebuilt
+    stats = store.ann_index_stats()
+    assert stats is not None and (stats["trained_rows"], stats["quantised"]) == (2000, 1)
+    found = store.vector_search(vectors[1234], SearchFilters(), 3)
+    assert found[0].memory_id == "m01234" and found[0].score == pytest.approx(1.0, abs=1e-5)
+
+
+@INDEX_KINDS
+def test_nearest_finds_a_near_twin_past_the_ann_index(tmp_path: Path, quantised: bool) -> None:
+    store, vectors = _indexed_store(tmp_path, 2000, quantised=quantised)
     twins = vectors[[10, 500, 1500]] + 0.01 * _unit(3, 16, seed=4)
     twins /= np.linalg.norm(twins, axis=1, keepdims=True)
     big, nobody = (SearchFilters(owner=o, include_shared=False) for o in ("big-0", "nobody"))

@@ -20,6 +20,8 @@ from tribal_memory.base.results import LearnedParts
 DEFAULT_EMBEDDING_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 DEFAULT_KEEP_VERSIONS_S = 10
 """Default of :attr:`Settings.keep_versions_s`, shared by the store's constructors."""
+DEFAULT_ANN_QUANTISED_MIN_ROWS = 500_000
+"""Default of :attr:`Settings.ann_quantised_min_rows`, shared by the store's constructors."""
 DEFAULT_ROW_KEYS_MAX_ROWS = 4_000_000
 """Default of :attr:`Settings.row_keys_max_rows`, shared by the store's constructors."""
 _LOCAL_HOST_NAMES = ("localhost", "127.0.0.1", "::1")
@@ -179,6 +181,10 @@ class Settings(BaseSettings):
 
     ann_index_min_rows: int = Field(default=5_000, ge=256)
     """Rows at which an IVF_FLAT vector index is built; below it search is exact."""
+    ann_quantised_min_rows: int = Field(default=DEFAULT_ANN_QUANTISED_MIN_ROWS, ge=0)
+    """Rows at which the IVF index, when (re)built, keeps its vectors quantised to 8 bits
+    (IVF_SQ, a quarter of IVF_FLAT's size) and searches re-rank twice their results by the
+    full vectors; below it IVF_FLAT."""
     ann_nprobes: int = Field(default=32, ge=1)
     """IVF partitions searched per vector query (more: higher recall, slower), up to 250k
     indexed rows; past that more, with the square root of the size (64 at a million)."""

@@ -333,6 +333,7 @@ def ann_recall(
         found["ann_index"] = store.index_state()["ann"]
         ann = store.ann_index_stats()
         found["ann_segments"] = ann["segments"] if ann is not None else None
+        found["ann_quantised"] = bool(ann["quantised"]) if ann is not None else None
         found["ann_probes"] = (
             probes_for(settings.ann_nprobes, ann["trained_rows"]) if ann is not None else None
         )

@@ -24,7 +24,7 @@ from tribal_memory.base.models import Memory, SearchFilters
 from tribal_memory.embeddings.base import Vector
 from tribal_memory.store.base import RowRef, ScoredMemory
 from tribal_memory.store.event_loop import EventLoop, translated
-from tribal_memory.store.lance_index import AnnIndex, probes_for
+from tribal_memory.store.lance_index import REFINE_FACTOR, AnnIndex, probes_for
 from tribal_memory.store.lance_mirror import VectorMirror
 from tribal_memory.store.lance_rowcache import RowCache
 from tribal_memory.store.lance_rows import (
@@ -279,6 +279,8 @@ class LanceSearch:
             query = query.bypass_vector_index()
         elif self._ann.name is not None:
             query = query.nprobes(probes_for(self._nprobes, self._ann.trained_rows))
+            if self._ann.quantised:
+                query = query.refine_factor(REFINE_FACTOR)
         return query.where(where) if where else query
 
     def _recent_rows_of(
@@ -322,6 +324,8 @@ class LanceSearch:
             query = query.bypass_vector_index()
         else:
             query = query.nprobes(NEAREST_NPROBES)
+            if self._ann.quantised:  # exact distances for the near-duplicate threshold
+                query = query.refine_factor(REFINE_FACTOR)
             if fast:
                 query = query.fast_search()
         return await (query.where(where) if where else query).to_arrow()

@@ -27,7 +27,7 @@ from tribal_memory.base.errors import StoreUnavailable
 from tribal_memory.store.base import StoreCopy
 from tribal_memory.store.event_loop import EventLoop, public_message
 from tribal_memory.store.heap import release_free_memory
-from tribal_memory.store.lance_index import AnnIndex, ann_state, has_index
+from tribal_memory.store.lance_index import IVF_SQ_NAME, AnnIndex, ann_state, has_index
 from tribal_memory.store.lance_rows import FILE_FORMAT, TABLE, new_table_options
 from tribal_memory.store.lance_versions import (
     NO_CLEANUP,
@@ -53,7 +53,8 @@ class OptimizePolicy:
     """When ``optimize()`` runs by itself and what it keeps (see :class:`LanceMemoryStore`).
 
     Attributes:
-        ann_index_min_rows: Row count at which the IVF_FLAT index is built.
+        ann_index_min_rows: Row count at which the IVF index is built.
+        ann_quantised_min_rows: Row count from which it is built as IVF_SQ.
         every_rows: Least rows written between automatic runs.
         growth: Fraction of the table written before the next automatic run,
             unless ``interval_s`` passed since the last one.
@@ -66,6 +67,7 @@ class OptimizePolicy:
     """
 
     ann_index_min_rows: int
+    ann_quantised_min_rows: int
     every_rows: int
     growth: float
     interval_s: float
@@ -346,11 +348,12 @@ class Upkeep:
         return {"fts": has_index(indices, "FTS"), "ann": has_index(indices, "IVF")}
 
     def ann_index_stats(self) -> dict[str, int] | None:
-        """The IVF index: ``{"trained_rows", "indexed_rows", "unindexed_rows", "segments"}``.
+        """The IVF index's figures, or None while there is none.
 
-        None while there is no IVF index. ``segments`` counts the parts a
-        query searches (one after a (re)build, one more per ``optimize()``
-        that folded rows in).
+        ``{"trained_rows", "indexed_rows", "unindexed_rows", "segments",
+        "quantised"}``. ``segments`` counts the parts a query searches (one
+        after a (re)build, one more per ``optimize()`` that folded rows in);
+        ``quantised`` is 1 for IVF_SQ, 0 for IVF_FLAT.
 
         Raises:
             StoreUnavailable: the index cannot be read.
@@ -366,6 +369,7 @@ class Upkeep:
             "indexed_rows": int(stats.num_indexed_rows),
             "unindexed_rows": int(stats.num_unindexed_rows),
             "segments": int(getattr(stats, "num_indices", 1) or 1),
+            "quantised": int(name.startswith(IVF_SQ_NAME)),
         }
 
     def health(self) -> dict[str, int]:
@@ -465,7 +469,8 @@ class Upkeep:
 
     async def _optimize(self) -> bool:
         await self._table.checkout_latest()  # type: ignore[no-untyped-call]
-        await self._ann.refit(self._table, self._policy.ann_index_min_rows)
+        policy = self._policy
+        await self._ann.refit(self._table, policy.ann_index_min_rows, policy.ann_quantised_min_rows)
         # Compaction and index steps first, removing nothing: LanceDB's own age rule
         # would remove a version superseded a moment ago by this very compaction.
         await self._table.optimize(cleanup_older_than=NO_CLEANUP)

@@ -3,7 +3,8 @@
 The table has a vector column and a native full-text (BM25) index on ``content``.
 
 Vector search uses cosine distance: exact below ``ann_index_min_rows``, an
-IVF_FLAT index above it (retrained as the table grows). Full-text search uses
+IVF_FLAT index above it (retrained as the table grows; IVF_SQ with a refine
+step from ``ann_quantised_min_rows``). Full-text search uses
 LanceDB's inverted index with its English stemmer and stop-word list. Scalar
 indexes on ``memory_id`` (BTREE), ``owner`` and ``kind`` (BITMAP) serve lookups
 by id, owner prefilters and the summary exclusion of every search. Rows
@@ -35,6 +36,7 @@ import pyarrow.compute as pc
 from lancedb.query import ColumnOrdering
 
 from tribal_memory.base.config import (
+    DEFAULT_ANN_QUANTISED_MIN_ROWS,
     DEFAULT_KEEP_VERSIONS_S,
     DEFAULT_ROW_KEYS_MAX_ROWS,
     Settings,
@@ -78,7 +80,9 @@ class LanceMemoryStore(MemoryStore):
         dim: Vector dimension; recorded in the table.
         read_consistency_s: Seconds after which this handle sees writes made by
             other processes (0: check on every read).
-        ann_index_min_rows: Row count at which an IVF_FLAT cosine index is built.
+        ann_index_min_rows: Row count at which an IVF cosine index is built.
+        ann_quantised_min_rows: Row count from which that index is built as
+            IVF_SQ, searched with a refine step (:data:`.lance_index.REFINE_FACTOR`).
         ann_nprobes: IVF partitions searched per query once the index exists, up to
             250k trained rows; more past that (:func:`.lance_index.probes_for`).
         exact_vector_max_rows: Tables of up to this many rows answer vector
@@ -124,6 +128,7 @@ class LanceMemoryStore(MemoryStore):
         *,
         read_consistency_s: float = 1.0,
         ann_index_min_rows: int = 5_000,
+        ann_quantised_min_rows: int = DEFAULT_ANN_QUANTISED_MIN_ROWS,
         ann_nprobes: int = 32,
         exact_vector_max_rows: int = 25_000,
         row_keys_max_rows: int = DEFAULT_ROW_KEYS_MAX_ROWS,
@@ -170,6 +175,7 @@ class LanceMemoryStore(MemoryStore):
         )
         policy = OptimizePolicy(
             ann_index_min_rows=ann_index_min_rows,
+            ann_quantised_min_rows=ann_quantised_min_rows,
             every_rows=optimize_every_rows,
             growth=optimize_growth,
             interval_s=optimize_interval_s,
@@ -215,6 +221,7 @@ class LanceMemoryStore(MemoryStore):
             dim,
             read_consistency_s=settings.read_consistency_s,
             ann_index_min_rows=settings.ann_index_min_rows,
+            ann_quantised_min_rows=settings.ann_quantised_min_rows,
             ann_nprobes=settings.ann_nprobes,
             exact_vector_max_rows=settings.exact_vector_max_rows,
             row_keys_max_rows=settings.row_keys_max_rows,
