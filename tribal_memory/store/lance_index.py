@@ -50,9 +50,11 @@ IVF_SQ_NAME = f"vector_ivfsq_p{IVF_PARTITION_ROWS}_rows_"
 REFINE_FACTOR = 2
 """A search of the IVF_SQ index re-ranks ``k`` times this many rows by their full vectors.
 
-So the scores it returns are exact cosine distances, and the rows it
-returns are about those IVF_FLAT returns. Measured on ``bench perf``'s
-corpus at a million rows, 62 probes, 200 questions, in-process
+So the scores it returns are exact cosine distances (without refining,
+the distances LanceDB gives for IVF_SQ are far from them:
+``tests/test_store.py::test_ann_search_scores_are_exact_cosines`` fails),
+and the rows it returns are about those IVF_FLAT returns. Measured on ``bench perf``'s
+corpus at a million rows, 64 probes, 200 questions, in-process
 (``benchmarks/results/ivf-quantised-1m.json``): for the 150 candidates of
 a search path, recall@150 against exact search 0.990 with IVF_SQ and
 refine factor 2 as with IVF_FLAT (0.978 without refining), p50 15.1 ms

@@ -8,7 +8,8 @@ and neighbour smoothing need four small columns of every candidate
 keeps both by row id: the keys of every row of a table of up to
 ``max_table_rows`` rows (:mod:`.lance_keys`) and of the rows read since,
 and the whole memories of recent hits (a small LRU), reading what it lacks
-with one ``take_row_ids`` per search.
+with one ``take_row_ids`` per search; a read by id of a recent hit takes
+its row again by row id (:meth:`RowCache.get`).
 
 Why a row id may key a cache: without stable row ids (this store does not
 enable them), LanceDB's row id is the row's address (fragment id << 32 |
@@ -166,13 +167,18 @@ class RowCache:
 
         A memory kept here (a recent hit, as an agent reads what its search
         returned) is read again by its row id, one ``take`` for all: cheaper
-        than a filter on ``memory_id`` (at 300 rows 2.6 against 4.7 ms
-        in-process), and as current, since LanceDB's take leaves out deleted
-        rows and an update writes a new row. The others, and any whose row
-        has gone since, are read by memory id.
+        than a filter on ``memory_id`` (a ``GET /v1/memories/{id}`` at 300
+        rows took 5.3-5.7 against 6.7-7.6 ms p50:
+        ``benchmarks/results/cache-hit-and-get.json``), and as current,
+        since LanceDB's take leaves out deleted rows and an update writes a
+        new row. The others, and any whose row has gone since, are read by
+        memory id.
 
         Returns:
             ``{memory_id: memory}``; ids not stored are absent.
+
+        Raises:
+            StoreUnavailable: the read failed.
         """
         with self._lock:
             known = [(self._refs[m], m) for m in dict.fromkeys(memory_ids) if m in self._refs]
