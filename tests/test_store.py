@@ -161,10 +161,18 @@ def test_a_table_grown_past_the_quantised_size_gets_ivf_sq_at_its_rebuild(tmp_pa
         "segments": 1,
         "quantised": 0,
     }
-    store.add([_memory(f"m{i:05d}", f"memory {i}") for i in range(300, 2000)], vectors[300:])
-    store.optimize()  # grown past four times the trained rows: rebuilt
+    store.add([_memory(f"m{i:05d}", f"memory {i}") for i in range(300, 1300)], vectors[300:1300])
+    store.optimize()  # grown past four times the trained rows: rebuilt, still IVF_FLAT
     stats = store.ann_index_stats()
-    assert stats is not None and (stats["trained_rows"], stats["quantised"]) == (2000, 1)
+    assert stats is not None and (stats["trained_rows"], stats["quantised"]) == (1300, 0)
+    store.add([_memory(f"m{i:05d}", f"memory {i}") for i in range(1300, 1600)], vectors[1300:1600])
+    store.optimize()  # past the quantised size: rebuilt as IVF_SQ, though it grew by 23%
+    stats = store.ann_index_stats()
+    assert stats is not None and (stats["trained_rows"], stats["quantised"]) == (1600, 1)
+    store.add([_memory(f"m{i:05d}", f"memory {i}") for i in range(1600, 2000)], vectors[1600:])
+    store.optimize()  # folded into the IVF_SQ index, not rebuilt
+    stats = store.ann_index_stats()
+    assert stats is not None and (stats["trained_rows"], stats["quantised"]) == (1600, 1)
     found = store.vector_search(vectors[1234], SearchFilters(), 3)
     assert found[0].memory_id == "m01234" and found[0].score == pytest.approx(1.0, abs=1e-5)
 

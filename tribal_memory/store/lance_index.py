@@ -208,8 +208,7 @@ class AnnIndex:
 
         Builds it once the table has ``min_rows`` rows, and rebuilds it (new
         partitions) when :meth:`retrain_due`: IVF_SQ when the table then has
-        ``quantised_min_rows`` rows or more, else IVF_FLAT (a table that grows
-        past that size gets IVF_SQ at its next rebuild). The new index is built before
+        ``quantised_min_rows`` rows or more, else IVF_FLAT. The new index is built before
         the old one is dropped, so a crash in between leaves a usable index
         (the next call drops the other). Rows outside the index are folded in
         by the ``table.optimize()`` that follows, not here.
@@ -217,7 +216,7 @@ class AnnIndex:
         rows = await table.count_rows()
         indices = await table.list_indices()
         self.update(indices)
-        if rows >= min_rows and await self.retrain_due(table, rows):
+        if rows >= min_rows and await self.retrain_due(table, rows, quantised_min_rows):
             quantised = rows >= quantised_min_rows
             name = f"{IVF_SQ_NAME if quantised else IVF_NAME}{rows}"
             kind = IvfSq if quantised else IvfFlat
@@ -229,13 +228,15 @@ class AnnIndex:
             if str(index.index_type).upper().startswith("IVF") and index.name != self.name:
                 await table.drop_index(index.name)
 
-    async def retrain_due(self, table: AsyncTable, rows: int) -> bool:
+    async def retrain_due(self, table: AsyncTable, rows: int, quantised_min_rows: int) -> bool:
         """Whether ``optimize()`` should (re)build the IVF index instead of extending it.
 
         Yes with no index or one not named by this release (other
-        partitions), and when the table (``rows`` rows) has grown to four
-        times the rows the index was trained on (its partitions no longer fit
-        the data). Also when folding in the unindexed rows would give the
+        partitions), with an IVF_FLAT index on a table of
+        ``quantised_min_rows`` rows or more (once: the rebuild makes it
+        IVF_SQ, which a table that shrinks keeps), and when the table
+        (``rows`` rows) has grown to four times the rows the index was
+        trained on (its partitions no longer fit the data). Also when folding in the unindexed rows would give the
         index a segment beyond ``IVF_MAX_SEGMENTS`` (LanceDB extends an index
         by one segment per ``optimize()``, and a query searches every
         segment), provided the table has grown by ``RETRAIN_GROWTH`` since
@@ -247,6 +248,8 @@ class AnnIndex:
         """
         if self.name is None or _trained_rows(self.name) is None:
             return True  # none yet, or built with other partitions
+        if rows >= quantised_min_rows and not self.quantised:
+            return True
         if rows >= 4 * self.trained_rows:
             return True
         stats = await table.index_stats(self.name)
