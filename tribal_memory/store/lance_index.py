@@ -231,20 +231,18 @@ class AnnIndex:
     async def retrain_due(self, table: AsyncTable, rows: int, quantised_min_rows: int) -> bool:
         """Whether ``optimize()`` should (re)build the IVF index instead of extending it.
 
-        Yes with no index or one not named by this release (other
-        partitions), with an IVF_FLAT index on a table of
-        ``quantised_min_rows`` rows or more (once: the rebuild makes it
-        IVF_SQ, which a table that shrinks keeps), and when the table
-        (``rows`` rows) has grown to four times the rows the index was
-        trained on (its partitions no longer fit the data). Also when folding in the unindexed rows would give the
-        index a segment beyond ``IVF_MAX_SEGMENTS`` (LanceDB extends an index
-        by one segment per ``optimize()``, and a query searches every
-        segment), provided the table has grown by ``RETRAIN_GROWTH`` since
-        training: each rebuild is then at least that much larger than the
-        last, so the rebuilds of a growing table cost a bounded multiple of
-        the last one. And whatever the growth, when folding them in would
-        go past ``IVF_SEGMENTS_CAP`` segments: a table growing slowly then
-        pays a rebuild every few runs instead of slower searches for good.
+        Yes with no index or one not named by this release (other partitions), with an
+        IVF_FLAT index on a table of ``quantised_min_rows`` rows or more (once: the rebuild
+        makes it IVF_SQ, which a table that shrinks keeps), and when the table (``rows``
+        rows) has grown to four times the rows the index was trained on (its partitions no
+        longer fit the data). Also when folding in the unindexed rows would give the index a
+        segment beyond ``IVF_MAX_SEGMENTS`` (LanceDB extends an index by one segment per
+        ``optimize()``, and a query searches every segment), provided the table has grown by
+        ``RETRAIN_GROWTH`` since training: each rebuild is then at least that much larger
+        than the last, so the rebuilds of a growing table cost a bounded multiple of the
+        last one. And whatever the growth, when folding them in would go past
+        ``IVF_SEGMENTS_CAP`` segments: a table growing slowly then pays a rebuild every few
+        runs instead of slower searches for good.
         """
         if self.name is None or _trained_rows(self.name) is None:
             return True  # none yet, or built with other partitions
