@@ -8,9 +8,9 @@ costs once what it reads is cached. Per round: search p50 and p95 (ms,
 lower is better), the server's RSS and its index cache (MiB). Variants alternate
 ``--repeats`` times. The variants are, by default, the key table
 (``TRIBAL_ROW_KEYS_MAX_ROWS`` left at its default) against every candidate's
-key read by row id (0); with ``--against DIR``, the two stores, each named
-by its Lance file format (two stores of the same corpus and size, built by
-two ``bench perf`` runs).
+key read by row id (0); with ``--against DIR``, the two stores (of the same
+corpus and size), each named by its Lance file format, or by its path when
+both have the same.
 
     tribal-memory bench perf --sizes 1000000 --clients 0 --feedback-searches 0 \
         --keep-data /tmp/kept1m --out /tmp/perf-1m-settled.json
@@ -94,9 +94,13 @@ def main() -> None:
             for name, rows in KEY_TABLE_VARIANTS.items()
         }
     else:
-        variants = {f"file_format_{file_format(d)}": (d, {}) for d in (args.data_dir, args.against)}
-        if len(variants) < 2:
-            parser.error("both stores have the same file format")
+        dirs = (args.data_dir, args.against)
+        names = [f"file_format_{file_format(d)}" for d in dirs]
+        if names[0] == names[1]:
+            names = [str(d) for d in dirs]
+        if names[0] == names[1]:
+            parser.error("--against names the same data dir")
+        variants = {name: (d, {}) for name, d in zip(names, dirs, strict=True)}
     asked = questions(generate(args.size, 0), args.questions, 0)
     report: dict[str, Any] = {
         "benchmark": "first_ask",
