@@ -185,7 +185,8 @@ def test_nearest_finds_a_near_twin_past_the_ann_index(tmp_path: Path, quantised:
     big, nobody = (SearchFilters(owner=o, include_shared=False) for o in ("big-0", "nobody"))
     found, missing, empty = store.nearest([(twins, big), (twins, nobody), (twins[:0], big)])
     assert [f[0] if f else None for f in found] == ["m00010", "m00500", "m01500"]
-    assert all(f is not None and f[1] > 0.99 for f in found)
+    for twin, row, (_, similarity) in zip(twins, [10, 500, 1500], found, strict=True):
+        assert similarity == pytest.approx(float(twin @ vectors[row]), abs=1e-5)  # exact cosine
     assert missing == [None] * 3
     assert empty == []
 

@@ -184,7 +184,7 @@ class Settings(BaseSettings):
     ann_quantised_min_rows: int = Field(default=DEFAULT_ANN_QUANTISED_MIN_ROWS, ge=0)
     """Rows at which the IVF index, when (re)built, keeps its vectors quantised to 8 bits
     (IVF_SQ, a quarter of IVF_FLAT's size) and searches re-rank twice their results by the
-    full vectors; below it IVF_FLAT."""
+    full vectors (scores stay exact cosines); below it IVF_FLAT."""
     ann_nprobes: int = Field(default=32, ge=1)
     """IVF partitions searched per vector query (more: higher recall, slower), up to 250k
     indexed rows; past that more, with the square root of the size (64 at a million)."""

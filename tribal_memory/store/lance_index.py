@@ -50,6 +50,9 @@ IVF_SQ_NAME = f"vector_ivfsq_p{IVF_PARTITION_ROWS}_rows_"
 REFINE_FACTOR = 2
 """A search of the IVF_SQ index re-ranks ``k`` times this many rows by their full vectors.
 
+(The near-duplicate check asks for this many rows per vector and computes
+their cosines itself: ``LanceSearch._exact_distances``.)
+
 So the scores it returns are exact cosine distances (without refining,
 the distances LanceDB gives for IVF_SQ are far from them:
 ``tests/test_store.py::test_ann_search_scores_are_exact_cosines`` fails),

@@ -223,7 +223,10 @@ def vectors_of(table: pa.Table | pa.RecordBatch) -> np.ndarray:
 
 
 def nearest_rows(table: pa.Table | None, rows: int) -> list[tuple[str, float] | None]:
-    """Per query row, (memory_id, cosine similarity) from a ``limit(1)`` multi-vector answer."""
+    """Per query row, (memory_id, cosine similarity) of its nearest in a multi-vector answer.
+
+    Of several rows per query row, the most similar.
+    """
     found: list[tuple[str, float] | None] = [None] * rows
     if table is None:
         return found
@@ -235,5 +238,8 @@ def nearest_rows(table: pa.Table | None, rows: int) -> list[tuple[str, float] | 
     ids = table.column("memory_id").to_pylist()
     distances = table.column("_distance").to_pylist()
     for position, memory_id, distance in zip(positions, ids, distances, strict=True):
-        found[int(position)] = (str(memory_id), 1.0 - float(distance))
+        similarity = 1.0 - float(distance)
+        best = found[int(position)]
+        if best is None or similarity > best[1]:
+            found[int(position)] = (str(memory_id), similarity)
     return found

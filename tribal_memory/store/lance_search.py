@@ -312,23 +312,56 @@ class LanceSearch:
         where = filter_sql(filters)
         matrix = np.asarray(vectors, dtype=np.float32)
         indexed = fast or await self._ann.use_for(self._table, where, None)
+        quantised = indexed and self._ann.quantised
         query = (
             self._table.query()
             .nearest_to(matrix if len(matrix) > 1 else matrix[0])
             .column("vector")
             .distance_type("cosine")
             .select(["memory_id", "_distance"])
-            .limit(1)
+            .limit(REFINE_FACTOR if quantised else 1)
         )
         if not indexed:
             query = query.bypass_vector_index()
         else:
             query = query.nprobes(NEAREST_NPROBES)
-            if self._ann.quantised:  # exact distances for the near-duplicate threshold
-                query = query.refine_factor(REFINE_FACTOR)
             if fast:
                 query = query.fast_search()
-        return await (query.where(where) if where else query).to_arrow()
+        if quantised:
+            query = query.with_row_id()
+        table = await (query.where(where) if where else query).to_arrow()
+        return await self._exact_distances(table, matrix) if quantised else table
+
+    async def _exact_distances(self, table: pa.Table, matrix: np.ndarray) -> pa.Table:
+        """``table`` (an IVF_SQ answer with ``_rowid``) with exact cosine ``_distance`` values.
+
+        IVF_SQ's own distances are not cosines. LanceDB's ``refine_factor``
+        re-ranks each query vector's rows apart, which made a batch's
+        near-duplicate check about ten times slower than on IVF_FLAT (256
+        vectors at a million rows, scratch: 646-884 against 66-78 ms); here
+        the candidates' stored vectors are read in one take for the whole
+        batch. A row gone since counts as dissimilar (distance 2).
+        """
+        if table.num_rows == 0:
+            return table
+        refs = table.column("_rowid").to_pylist()
+        taken = self._table.take_row_ids(sorted(set(refs))).select(["vector"]).with_row_id()
+        rows = await taken.to_arrow()
+        stored = vectors_of(rows)
+        stored /= np.maximum(np.linalg.norm(stored, axis=1, keepdims=True), 1e-12)
+        queries = matrix / np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
+        at = {ref: i for i, ref in enumerate(rows.column("_rowid").to_pylist())}
+        positions = (
+            table.column("query_index").to_pylist()
+            if "query_index" in table.column_names
+            else [0] * table.num_rows
+        )
+        distances = [
+            1.0 - float(stored[at[ref]] @ queries[int(position)]) if ref in at else 2.0
+            for ref, position in zip(refs, positions, strict=True)
+        ]
+        column = table.column_names.index("_distance")
+        return table.set_column(column, "_distance", pa.array(distances, pa.float32()))
 
     async def _text_search(self, query: str, where: str | None, k: int) -> list[ScoredMemory]:
         builder = (
