@@ -9,6 +9,18 @@ import numpy as np
 import numpy.typing as npt
 
 Vector = npt.NDArray[np.float32]
+
+
+def unit_rows(matrix: npt.ArrayLike) -> Vector:
+    """The rows of ``matrix`` (shape ``(n, dim)``) scaled to length 1, as a new float32 array.
+
+    A zero row stays zero (its length is taken as at least 1e-12).
+    """
+    rows = np.asarray(matrix, dtype=np.float32)
+    lengths = np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
+    return np.asarray(rows / lengths, dtype=np.float32)
+
+
 """A float32 array; 1-d of shape ``(dim,)`` or 2-d of shape ``(n, dim)``."""
 
 

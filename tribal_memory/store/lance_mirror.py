@@ -29,7 +29,7 @@ import pyarrow as pa
 from lancedb.table import AsyncTable
 
 from tribal_memory.base.models import SHARED_OWNER, SearchFilters
-from tribal_memory.embeddings.base import Vector
+from tribal_memory.embeddings.base import Vector, unit_rows
 from tribal_memory.store.base import RowKey
 from tribal_memory.store.lance_keys import KEY_COLUMNS, row_ids
 from tribal_memory.store.lance_rows import vectors_of
@@ -85,8 +85,7 @@ class _Copy:
                 kinds,
                 self.unit[kept] if len(keys) else np.zeros((0, 0), dtype=np.float32),
             )
-        unit = vectors_of(added)
-        unit /= np.maximum(np.linalg.norm(unit, axis=1, keepdims=True), 1e-12)
+        unit = unit_rows(vectors_of(added))
         columns = [added.column(name).to_pylist() for name in KEY_COLUMNS]
         return _Copy(
             version,

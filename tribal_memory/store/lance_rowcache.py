@@ -180,10 +180,15 @@ class RowCache:
         Raises:
             StoreUnavailable: the read failed.
         """
+        known: list[tuple[int, str]] = []
+        others: list[str] = []
         with self._lock:
-            known = [(self._refs[m], m) for m in dict.fromkeys(memory_ids) if m in self._refs]
-        held = {m for _, m in known}
-        others = [m for m in dict.fromkeys(memory_ids) if m not in held]
+            for memory_id in dict.fromkeys(memory_ids):
+                ref = self._refs.get(memory_id)
+                if ref is None:
+                    others.append(memory_id)
+                else:
+                    known.append((ref, memory_id))
         return self._loop.run("read", self._read(known, others))
 
     async def _read(

@@ -21,7 +21,7 @@ from lancedb.table import AsyncTable
 
 from tribal_memory.base.errors import StoreUnavailable
 from tribal_memory.base.models import Memory, SearchFilters
-from tribal_memory.embeddings.base import Vector
+from tribal_memory.embeddings.base import Vector, unit_rows
 from tribal_memory.store.base import RowRef, ScoredMemory
 from tribal_memory.store.event_loop import EventLoop, translated
 from tribal_memory.store.lance_index import REFINE_FACTOR, AnnIndex, probes_for
@@ -199,8 +199,7 @@ class LanceSearch:
         table = self._loop.run("read", query.to_arrow())
         if not table.num_rows:
             return []
-        matrix = vectors_of(table)
-        matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
+        matrix = unit_rows(vectors_of(table))
         query_vector = np.asarray(vector, dtype=np.float32)
         cosines = matrix @ (query_vector / max(float(np.linalg.norm(query_vector)), 1e-12))
         found = [
@@ -347,9 +346,7 @@ class LanceSearch:
         refs = table.column("_rowid").to_pylist()
         taken = self._table.take_row_ids(sorted(set(refs))).select(["vector"]).with_row_id()
         rows = await taken.to_arrow()
-        stored = vectors_of(rows)
-        stored /= np.maximum(np.linalg.norm(stored, axis=1, keepdims=True), 1e-12)
-        queries = matrix / np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
+        stored, queries = unit_rows(vectors_of(rows)), unit_rows(matrix)
         at = {ref: i for i, ref in enumerate(rows.column("_rowid").to_pylist())}
         positions = (
             table.column("query_index").to_pylist()

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from tribal_memory.base.models import SHARED_OWNER, SearchFilters
-from tribal_memory.embeddings.base import Vector
+from tribal_memory.embeddings.base import Vector, unit_rows
 
 MAX_ROWS = 50_000
 """Most rows :class:`RecentRows` holds (past it, near-duplicate checks take the slow path)."""
@@ -92,8 +92,7 @@ def nearest_in(
     """Per row of ``vectors``, the most cosine-similar of ``ids`` (rows of unit ``matrix``)."""
     if not ids:
         return [None] * len(vectors)
-    queries = np.asarray(vectors, dtype=np.float32)
-    queries = queries / np.maximum(np.linalg.norm(queries, axis=1, keepdims=True), 1e-12)
+    queries = unit_rows(vectors)
     similarity = queries @ matrix.T
     best = similarity.argmax(axis=1)
     return [(ids[j], float(similarity[i, j])) for i, j in enumerate(best)]
