@@ -42,7 +42,7 @@ def _add(store: LanceMemoryStore, start: int, count: int) -> None:
 
 def _stored_keys(store: LanceMemoryStore) -> dict[int, tuple[object, ...]]:
     """Every row's key as LanceDB holds it now, by row id."""
-    query = store._table.query().select(list(KEY_COLUMNS)).with_row_id()
+    query = store._handle.table.query().select(list(KEY_COLUMNS)).with_row_id()
     table = store._loop.run("read", query.to_arrow())
     columns = [table.column(name).to_pylist() for name in KEY_COLUMNS]
     return dict(zip(table.column("_rowid").to_pylist(), zip(*columns, strict=True), strict=True))
@@ -55,8 +55,8 @@ def _keys(store: LanceMemoryStore, cache: RowCache, refs: list[int]) -> list[obj
 def test_keys_from_the_key_table_are_the_stored_ones_through_writes(tmp_path: Path) -> None:
     store = LanceMemoryStore(str(tmp_path / "db"), "m", DIM)
     _add(store, 0, 120)
-    scanned = RowCache(store._table, store._loop)
-    by_take = RowCache(store._table, store._loop, max_table_rows=0)
+    scanned = RowCache(store._handle, store._loop)
+    by_take = RowCache(store._handle, store._loop, max_table_rows=0)
     first = _stored_keys(store)
     assert _keys(store, scanned, list(first)) == list(first.values())
     _add(store, 1000, 30)  # rows the key table lacks
@@ -74,7 +74,7 @@ def test_keys_from_the_key_table_are_the_stored_ones_through_writes(tmp_path: Pa
 def test_a_row_the_key_table_lacks_and_the_table_lost_has_no_key(tmp_path: Path) -> None:
     store = LanceMemoryStore(str(tmp_path / "db"), "m", DIM)
     _add(store, 0, 20)
-    cache = RowCache(store._table, store._loop)
+    cache = RowCache(store._handle, store._loop)
     assert len([k for k in _keys(store, cache, list(_stored_keys(store))) if k]) == 20
     assert _keys(store, cache, [2**40 + 7]) == [None]
     store.close()

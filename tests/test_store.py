@@ -177,6 +177,38 @@ def test_a_table_grown_past_the_quantised_size_gets_ivf_sq_at_its_rebuild(tmp_pa
     assert found[0].memory_id == "m01234" and found[0].score == pytest.approx(1.0, abs=1e-5)
 
 
+def test_an_ivf_rebuild_leaves_the_old_index_out_of_the_cache(tmp_path: Path) -> None:
+    def opened() -> LanceMemoryStore:
+        return LanceMemoryStore(
+            str(tmp_path / "db"),
+            "test-model",
+            64,
+            ann_index_min_rows=256,
+            ann_quantised_min_rows=3200,
+            exact_vector_max_rows=0,
+            optimize_every_rows=10**9,
+        )
+
+    def ask(store: LanceMemoryStore, rows: int = 3300) -> None:
+        for row in range(0, rows, 30):
+            found = store.vector_search(vectors[row], SearchFilters(), 5)
+            assert found[0].memory_id == f"m{row:05d}"
+
+    store, vectors = opened(), _unit(3300, 64, seed=8)
+    store.add([_memory(f"m{i:05d}", f"memory {i}") for i in range(3000)], vectors[:3000])
+    store.optimize()
+    ask(store, 3000)  # reads the IVF_FLAT index into the cache
+    store.add([_memory(f"m{i:05d}", f"memory {i}") for i in range(3000, 3300)], vectors[3000:])
+    store.optimize()  # past the quantised size: rebuilt as IVF_SQ
+    stats = store.ann_index_stats()
+    assert stats is not None and stats["quantised"] == 1
+    ask(store)
+    fresh = opened()
+    ask(fresh)
+    # The replaced IVF_FLAT index (3,000 64-d vectors, 768 KB) is not kept beside the new one.
+    assert store.cache_bytes() <= 1.1 * fresh.cache_bytes() + 64 * 1024
+
+
 @INDEX_KINDS
 def test_nearest_finds_a_near_twin_past_the_ann_index(tmp_path: Path, quantised: bool) -> None:
     store, vectors = _indexed_store(tmp_path, 2000, quantised=quantised)

@@ -19,7 +19,7 @@ from builders import stored_memory
 from tribal_memory.base.models import Memory, MemoryKind, SearchFilters
 from tribal_memory.store.event_loop import shared_event_loop
 from tribal_memory.store.lance_mirror import VectorMirror
-from tribal_memory.store.lance_table import open_table
+from tribal_memory.store.lance_table import TableHandle
 from tribal_memory.store.lancedb import LanceMemoryStore
 
 DIM = 16
@@ -54,11 +54,15 @@ def _lancedb_only(tmp_path: Path, rows: int = 60) -> LanceMemoryStore:
 
 def _mirror(tmp_path: Path, max_rows: int = 1000) -> VectorMirror:
     """A copy over its own handle of the table, which sees every other handle's writes."""
-    loop = shared_event_loop()
-    table, _, _ = open_table(
-        loop, str(tmp_path / "db"), "test-model", DIM, read_consistency_s=0, index_cache_mb=64
+    handle = TableHandle(
+        shared_event_loop(),
+        str(tmp_path / "db"),
+        "test-model",
+        DIM,
+        read_consistency_s=0,
+        index_cache_mb=64,
     )
-    return VectorMirror(table, max_rows)
+    return VectorMirror(handle, max_rows)
 
 
 def _nearest(

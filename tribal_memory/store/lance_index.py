@@ -206,8 +206,8 @@ class AnnIndex:
             passing = await table.count_rows(where)
         return passing >= EXACT_MAX_ROWS
 
-    async def refit(self, table: AsyncTable, min_rows: int, quantised_min_rows: int) -> None:
-        """Build, rebuild or keep the IVF index (``optimize()``'s first step).
+    async def refit(self, table: AsyncTable, min_rows: int, quantised_min_rows: int) -> bool:
+        """Build, rebuild or keep the IVF index (``optimize()``'s first step); True when built.
 
         Builds it once the table has ``min_rows`` rows, and rebuilds it (new
         partitions) when :meth:`retrain_due`: IVF_SQ when the table then has
@@ -227,9 +227,13 @@ class AnnIndex:
             # LanceDB 0.40's annotation leaves out IvfSq, which create_index takes.
             await table.create_index("vector", config=config, name=name)  # type: ignore[arg-type]
             self.name, self.trained_rows = name, rows
+            built = True
+        else:
+            built = False
         for index in indices:
             if str(index.index_type).upper().startswith("IVF") and index.name != self.name:
                 await table.drop_index(index.name)
+        return built
 
     async def retrain_due(self, table: AsyncTable, rows: int, quantised_min_rows: int) -> bool:
         """Whether ``optimize()`` should (re)build the IVF index instead of extending it.

@@ -26,13 +26,13 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-from lancedb.table import AsyncTable
 
 from tribal_memory.base.models import SHARED_OWNER, SearchFilters
 from tribal_memory.embeddings.base import Vector, unit_rows
 from tribal_memory.store.base import RowKey
 from tribal_memory.store.lance_keys import KEY_COLUMNS, row_ids
 from tribal_memory.store.lance_rows import vectors_of
+from tribal_memory.store.lance_table import TableHandle
 
 
 def answerable(filters: SearchFilters) -> bool:
@@ -163,12 +163,12 @@ class VectorMirror:
     needs no lock.
 
     Args:
-        table: The open memory table.
+        handle: The open memory table (read at each call: :meth:`TableHandle.reopen`).
         max_rows: Most rows copied (0: never copy; every search goes to LanceDB).
     """
 
-    def __init__(self, table: AsyncTable, max_rows: int) -> None:
-        self._table = table
+    def __init__(self, handle: TableHandle, max_rows: int) -> None:
+        self._handle = handle
         self.max_rows = max_rows
         self._copy: _Copy | None = None
         self._too_large: int | None = None  # a version found over max_rows
@@ -189,7 +189,7 @@ class VectorMirror:
         """
         if self.max_rows <= 0 or not answerable(filters):
             return None
-        version = await self._table.version()
+        version = await self._handle.table.version()
         found = self._copy
         if found is None or found.version != version:
             if self._too_large == version:
@@ -209,21 +209,22 @@ class VectorMirror:
         the row ids): a write costs a read of its own rows, a compaction
         (which moves every row) a read of all.
         """
+        table = self._handle.table
         try:
-            if await self._table.count_rows() > self.max_rows:
+            if await table.count_rows() > self.max_rows:
                 self._too_large, self._copy = version, None
                 return None
-            listed = await self._table.query().select(["chunk_index"]).with_row_id().to_arrow()
+            listed = await table.query().select(["chunk_index"]).with_row_id().to_arrow()
             ids = row_ids(listed)
             base = self._copy or _Copy.empty()
             missing = ids[~np.isin(ids, base.row_ids)].tolist()
             columns = [*KEY_COLUMNS, "kind", "vector"]
             added = (
-                await self._table.take_row_ids(missing).select(columns).with_row_id().to_arrow()
+                await table.take_row_ids(missing).select(columns).with_row_id().to_arrow()
                 if missing
                 else None
             )
-            if await self._table.version() != version:
+            if await table.version() != version:
                 return None
             self._copy = base.merged(version, np.isin(base.row_ids, ids), added)
             return self._copy

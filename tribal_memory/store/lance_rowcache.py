@@ -30,7 +30,6 @@ from collections import OrderedDict
 from collections.abc import Sequence
 
 import pyarrow as pa
-from lancedb.table import AsyncTable
 
 from tribal_memory.base.config import DEFAULT_ROW_KEYS_MAX_ROWS
 from tribal_memory.base.models import Memory
@@ -43,6 +42,7 @@ from tribal_memory.store.lance_keys import (
     read_keys,
 )
 from tribal_memory.store.lance_rows import COLUMNS, in_list, memory_rows, to_memory
+from tribal_memory.store.lance_table import TableHandle
 
 MAX_KEYS = 250_000
 """Row keys kept beside the key table (about 60 MB at most); all are dropped when full."""
@@ -54,7 +54,7 @@ class RowCache:
     """Keys and memories of the table's rows by row id, read from the table on a miss.
 
     Args:
-        table: The open memory table.
+        handle: The open memory table (read at each call: :meth:`TableHandle.reopen`).
         loop: The event loop every LanceDB call runs on.
         max_keys: Row keys kept beside the key table (all dropped when full).
         max_memories: Whole memories kept (least recently used dropped).
@@ -65,14 +65,14 @@ class RowCache:
 
     def __init__(
         self,
-        table: AsyncTable,
+        handle: TableHandle,
         loop: EventLoop,
         *,
         max_keys: int = MAX_KEYS,
         max_memories: int = MAX_MEMORIES,
         max_table_rows: int = DEFAULT_ROW_KEYS_MAX_ROWS,
     ) -> None:
-        self._table = table
+        self._handle = handle
         self._loop = loop
         self._max_keys = max_keys
         self._max_memories = max_memories
@@ -111,7 +111,7 @@ class RowCache:
                 found.update(key_table.find(missing))
                 missing = [r for r in missing if r not in found]
         if missing:
-            query = self._table.take_row_ids(missing).select(list(KEY_COLUMNS)).with_row_id()
+            query = self._handle.table.take_row_ids(missing).select(list(KEY_COLUMNS)).with_row_id()
             found.update(self._keep_keys(await query.to_arrow()))
         return [found.get(r) for r in refs]
 
@@ -133,7 +133,7 @@ class RowCache:
 
     async def _read_whole(self) -> KeyTable | None:
         try:
-            key_table = await read_keys(self._table, self._max_table_rows)
+            key_table = await read_keys(self._handle.table, self._max_table_rows)
         except Exception:  # noqa: BLE001 - keys are then read by row id; tried again later
             key_table = None
         with self._lock:
@@ -202,7 +202,7 @@ class RowCache:
         found: dict[str, Memory] = {}
         lost = list(others)
         if rows:
-            query = self._table.take_row_ids([r for r, _ in rows])
+            query = self._handle.table.take_row_ids([r for r, _ in rows])
             by_ref = self._kept(await query.select(list(COLUMNS)).with_row_id().to_arrow())
             for ref, memory_id in rows:
                 memory = by_ref.get(ref)
@@ -211,7 +211,7 @@ class RowCache:
                 else:
                     found[memory_id] = memory
         if lost:  # gone from that address since the search: read by id (absent if deleted)
-            by_id = self._table.query().where(f"memory_id IN ({in_list(lost)})")
+            by_id = self._handle.table.query().where(f"memory_id IN ({in_list(lost)})")
             again = self._kept(await by_id.select(list(COLUMNS)).with_row_id().to_arrow())
             found.update((m.memory_id, m) for m in again.values())
         return found

@@ -17,7 +17,6 @@ from concurrent.futures import Future
 import numpy as np
 import pyarrow as pa
 from lancedb.query import AsyncVectorQuery, MatchQuery
-from lancedb.table import AsyncTable
 
 from tribal_memory.base.errors import StoreUnavailable
 from tribal_memory.base.models import Memory, SearchFilters
@@ -36,6 +35,7 @@ from tribal_memory.store.lance_rows import (
     to_memory,
     vectors_of,
 )
+from tribal_memory.store.lance_table import TableHandle
 from tribal_memory.store.recent import RecentRows, better, nearest_in, owners_only
 
 NEAREST_NPROBES = 2
@@ -46,7 +46,7 @@ class LanceSearch:
     """The queries of one store handle over its table, run on the store's event loop.
 
     Args:
-        table: The open memory table.
+        handle: The open memory table (read at each call: :meth:`TableHandle.reopen`).
         loop: The event loop every LanceDB call runs on.
         ann: What the handle knows of the IVF index (shared with maintenance).
         recent: Rows written since the last ``optimize()`` (shared with the writes).
@@ -59,7 +59,7 @@ class LanceSearch:
 
     def __init__(
         self,
-        table: AsyncTable,
+        handle: TableHandle,
         loop: EventLoop,
         ann: AnnIndex,
         recent: RecentRows,
@@ -69,13 +69,13 @@ class LanceSearch:
         mirror: VectorMirror,
         row_keys_max_rows: int,
     ) -> None:
-        self._table = table
+        self._handle = handle
         self._loop = loop
         self._ann = ann
         self._recent = recent
         self._write_lock = write_lock
         self._nprobes = nprobes
-        self._rows = RowCache(table, loop, max_table_rows=row_keys_max_rows)
+        self._rows = RowCache(handle, loop, max_table_rows=row_keys_max_rows)
         self._mirror = mirror
 
     def get(self, memory_ids: Sequence[str]) -> dict[str, Memory]:
@@ -116,7 +116,7 @@ class LanceSearch:
                 return [
                     ScoredMemory.deferred(key, score, ref, self._rows) for ref, key, score in copied
                 ]
-            indexed = not exact and await self._ann.use_for(self._table, where, passing)
+            indexed = not exact and await self._ann.use_for(self._handle.table, where, passing)
             table = await self._vector_query(vector, where, k, exact=not indexed).to_arrow()
             return await self._deferred(table, "_distance", distance=True)
 
@@ -170,7 +170,7 @@ class LanceSearch:
         if not memory_ids:
             return {}
         where = f"memory_id IN ({in_list(memory_ids)})"
-        query = self._table.query().where(where).select(["memory_id", "vector"])
+        query = self._handle.table.query().where(where).select(["memory_id", "vector"])
         table = self._loop.run("read", query.to_arrow())
         ids = table.column("memory_id").to_pylist()
         return dict(zip(ids, vectors_of(table), strict=True))
@@ -195,7 +195,7 @@ class LanceSearch:
         extra = filter_sql(filters)
         if extra:
             where = f"({where}) AND ({extra})"
-        query = self._table.query().where(where).select([*COLUMNS, "vector"])
+        query = self._handle.table.query().where(where).select([*COLUMNS, "vector"])
         table = self._loop.run("read", query.to_arrow())
         if not table.num_rows:
             return []
@@ -247,7 +247,7 @@ class LanceSearch:
 
         async def search() -> list[tuple[RowRef, float]]:
             builder = (
-                self._table.query()
+                self._handle.table.query()
                 .nearest_to_text(MatchQuery(query, "content"))  # type: ignore[call-arg]
                 .select(["_score"])
                 .with_row_id()
@@ -266,7 +266,7 @@ class LanceSearch:
         self, vector: Vector, where: str | None, k: int, *, exact: bool
     ) -> AsyncVectorQuery:
         query = (
-            self._table.query()
+            self._handle.table.query()
             .nearest_to(np.asarray(vector, dtype=np.float32))
             .column("vector")
             .distance_type("cosine")
@@ -295,7 +295,7 @@ class LanceSearch:
             if name is None:
                 return [None] * len(filters)
             try:
-                stats = self._loop.run("index stats", self._table.index_stats(name))
+                stats = self._loop.run("index stats", self._handle.table.index_stats(name))
             except StoreUnavailable:  # e.g. another process rebuilt it under a new name
                 return [None] * len(filters)
             if getattr(stats, "num_unindexed_rows", None) != len(self._recent):
@@ -310,10 +310,10 @@ class LanceSearch:
             return None
         where = filter_sql(filters)
         matrix = np.asarray(vectors, dtype=np.float32)
-        indexed = fast or await self._ann.use_for(self._table, where, None)
+        indexed = fast or await self._ann.use_for(self._handle.table, where, None)
         quantised = indexed and self._ann.quantised
         query = (
-            self._table.query()
+            self._handle.table.query()
             .nearest_to(matrix if len(matrix) > 1 else matrix[0])
             .column("vector")
             .distance_type("cosine")
@@ -344,7 +344,7 @@ class LanceSearch:
         if table.num_rows == 0:
             return table
         refs = table.column("_rowid").to_pylist()
-        taken = self._table.take_row_ids(sorted(set(refs))).select(["vector"]).with_row_id()
+        taken = self._handle.table.take_row_ids(sorted(set(refs))).select(["vector"]).with_row_id()
         rows = await taken.to_arrow()
         stored, queries = unit_rows(vectors_of(rows)), unit_rows(matrix)
         at = {ref: i for i, ref in enumerate(rows.column("_rowid").to_pylist())}
@@ -362,7 +362,7 @@ class LanceSearch:
 
     async def _text_search(self, query: str, where: str | None, k: int) -> list[ScoredMemory]:
         builder = (
-            self._table.query()
+            self._handle.table.query()
             .nearest_to_text(MatchQuery(query, "content"))  # type: ignore[call-arg]
             .select(["_score"])
             .with_row_id()

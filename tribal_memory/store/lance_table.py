@@ -1,5 +1,7 @@
 """Opening the LanceDB memory table: connect, open or create it, check its embedding model.
 
+A :class:`TableHandle` holds the open table and reopens it with fresh caches.
+
 The table records the embedding model and vector dimension it was created
 for (:data:`~.lance_rows.MODEL_KEY`, :data:`~.lance_rows.DIM_KEY` in its
 schema metadata); a store opened with another model is refused.
@@ -26,16 +28,16 @@ from tribal_memory.store.lance_rows import (
 )
 
 
-def open_table(
-    loop: EventLoop,
-    uri: str,
-    model_id: str,
-    dim: int,
-    *,
-    read_consistency_s: float,
-    index_cache_mb: int,
-) -> tuple[AsyncTable, list[IndexConfig], lancedb.Session]:
-    """Open the memory table at ``uri``, creating it (and its indexes) when missing.
+class TableHandle:
+    """The open memory table and the LanceDB session holding its caches; reopened fresh on demand.
+
+    LanceDB's index cache keeps the data of every index version a search
+    read, a replaced one included, until its bound evicts it, and has no way
+    to be cleared. After an IVF rebuild the old index's partitions (370 MiB
+    of IVF_SQ at a million memories, 1.5 GB of IVF_FLAT) fill it for good.
+    :meth:`reopen` opens the table again in a new session, so the old cache
+    is freed once the calls still running on the old handle are done.
+    Everything that reads the table reads :attr:`table` at each call.
 
     Args:
         loop: The event loop the table's calls run on.
@@ -46,20 +48,65 @@ def open_table(
         index_cache_mb: Bound of LanceDB's index cache (MiB); a quarter of it
             bounds the metadata cache.
 
-    Returns:
-        The table handle, the indexes it had before any were created here,
-        and the LanceDB session holding the handle's caches.
+    Attributes:
+        indices: The indexes the table had when first opened, before any
+            were created here.
+        reopened: How many times :meth:`reopen` ran.
 
     Raises:
         EmbeddingModelMismatch: the table was created with another model or dimension.
         StoreUnavailable: the location cannot be opened or created.
     """
-    session = lancedb.Session(
-        index_cache_size_bytes=index_cache_mb * 1024**2,
-        metadata_cache_size_bytes=index_cache_mb * 1024**2 // 4,
-    )
-    table, indices = loop.run("open", _open(uri, model_id, dim, read_consistency_s, session))
-    return table, indices, session
+
+    def __init__(
+        self,
+        loop: EventLoop,
+        uri: str,
+        model_id: str,
+        dim: int,
+        *,
+        read_consistency_s: float,
+        index_cache_mb: int,
+    ) -> None:
+        self._loop = loop
+        self._uri = uri
+        self._read_consistency_s = read_consistency_s
+        self._cache_bytes = index_cache_mb * 1024**2
+        self.reopened = 0
+        self._session = self._new_session()
+        self._table, self.indices = loop.run(
+            "open", _open(uri, model_id, dim, read_consistency_s, self._session)
+        )
+
+    @property
+    def table(self) -> AsyncTable:
+        """The table handle to run a call on (read it again for each call)."""
+        return self._table
+
+    @property
+    def cache_bytes(self) -> int:
+        """Bytes in LanceDB's index and metadata caches of the current session."""
+        return int(self._session.size_bytes)
+
+    def reopen(self) -> None:
+        """Open the table again, at its newest version, in a new session with empty caches.
+
+        Calls running on the old handle finish on it; the old session's
+        memory goes when the last of them is done.
+
+        Raises:
+            StoreUnavailable: the table cannot be opened.
+        """
+        session = self._new_session()
+        table = self._loop.run("open", _reopen(self._uri, self._read_consistency_s, session))
+        self._table, self._session = table, session
+        self.reopened += 1
+
+    def _new_session(self) -> lancedb.Session:
+        return lancedb.Session(
+            index_cache_size_bytes=self._cache_bytes,
+            metadata_cache_size_bytes=self._cache_bytes // 4,
+        )
 
 
 async def recorded_model(uri: str) -> tuple[str, int] | None:
@@ -74,12 +121,22 @@ async def recorded_model(uri: str) -> tuple[str, int] | None:
     return meta.get(MODEL_KEY, b"?").decode(), int(meta.get(DIM_KEY, b"0"))
 
 
+async def _connect(
+    uri: str, read_consistency_s: float, session: lancedb.Session
+) -> lancedb.AsyncConnection:
+    return await lancedb.connect_async(
+        uri, read_consistency_interval=timedelta(seconds=read_consistency_s), session=session
+    )
+
+
+async def _reopen(uri: str, read_consistency_s: float, session: lancedb.Session) -> AsyncTable:
+    return await (await _connect(uri, read_consistency_s, session)).open_table(TABLE)
+
+
 async def _open(
     uri: str, model_id: str, dim: int, read_consistency_s: float, session: lancedb.Session
 ) -> tuple[AsyncTable, list[IndexConfig]]:
-    db = await lancedb.connect_async(
-        uri, read_consistency_interval=timedelta(seconds=read_consistency_s), session=session
-    )
+    db = await _connect(uri, read_consistency_s, session)
     if TABLE in (await db.list_tables()).tables:
         table = await db.open_table(TABLE)
     else:

@@ -21,7 +21,6 @@ from typing import Any
 import lancedb
 import pyarrow as pa
 from lancedb.index import FTS
-from lancedb.table import AsyncTable
 
 from tribal_memory.base.errors import StoreUnavailable
 from tribal_memory.store.base import StoreCopy
@@ -29,6 +28,7 @@ from tribal_memory.store.event_loop import EventLoop, public_message
 from tribal_memory.store.heap import release_free_memory
 from tribal_memory.store.lance_index import IVF_SQ_NAME, AnnIndex, ann_state, has_index
 from tribal_memory.store.lance_rows import FILE_FORMAT, TABLE, new_table_options
+from tribal_memory.store.lance_table import TableHandle
 from tribal_memory.store.lance_versions import (
     NO_CLEANUP,
     list_versions,
@@ -79,7 +79,7 @@ class Upkeep:
     """Automatic and explicit ``optimize()`` of one store handle's table, and its diagnostics.
 
     Args:
-        table: The open memory table.
+        handle: The open memory table (read at each call: :meth:`TableHandle.reopen`).
         loop: The event loop every LanceDB call runs on.
         ann: What the handle knows of the IVF index (shared with the searches).
         recent: Rows written since the last ``optimize()`` (shared with the writes).
@@ -95,7 +95,7 @@ class Upkeep:
 
     def __init__(
         self,
-        table: AsyncTable,
+        handle: TableHandle,
         loop: EventLoop,
         ann: AnnIndex,
         recent: RecentRows,
@@ -105,7 +105,7 @@ class Upkeep:
         policy: OptimizePolicy,
         maintenance_lock: AbstractContextManager[object] | None = None,
     ) -> None:
-        self._table = table
+        self._handle = handle
         self._shared_lock = maintenance_lock or nullcontext()
         self._loop = loop
         self._ann = ann
@@ -131,6 +131,8 @@ class Upkeep:
         """The pending prune is the first after an ``optimize()`` (see :meth:`_prune_pending`)."""
         self._pruned_at = 0.0
         """When the last background prune started (``time.monotonic()``)."""
+        self._ann_rebuilt = False
+        """The running ``optimize()`` (re)built the IVF index (see :meth:`optimize`)."""
 
     def note_rows(self, rows: int) -> None:
         """Count ``rows`` rows written, updated or deleted; call it under the write lock."""
@@ -196,7 +198,9 @@ class Upkeep:
 
         Also builds the IVF_FLAT index once the table has
         ``ann_index_min_rows`` rows, and rebuilds it when
-        :meth:`AnnIndex.retrain_due`. Searches and captures go on while it
+        :meth:`AnnIndex.retrain_due`; after a (re)build the table is opened
+        again in a new LanceDB session (:meth:`TableHandle.reopen`), so the
+        old index's data leaves the index cache. Searches and captures go on while it
         runs: an append never conflicts with a compaction, and rows appended
         meanwhile simply stay unindexed until the next run. Updates and
         deletes wait for it (they rewrite fragments a compaction may be
@@ -214,7 +218,11 @@ class Upkeep:
                 another process held the maintenance lock too long.
         """
         started = time.monotonic()
+        self._ann_rebuilt = False
         self._folding(self._optimize)
+        if self._ann_rebuilt:
+            # The replaced index's partitions would stay in LanceDB's index cache for good.
+            self._handle.reopen()
         self._optimize_s = time.monotonic() - started
         release_free_memory()  # what the compaction and index builds freed (see .heap)
         self._prune_later()
@@ -268,7 +276,7 @@ class Upkeep:
         async def step() -> bool:
             nonlocal committed
             # LanceDB's cleanup runs inside its optimize(), which folds in rows written meanwhile.
-            done = await prune_versions(self._table, self._policy.keep_versions_s)
+            done = await prune_versions(self._handle.table, self._policy.keep_versions_s)
             committed = done.committed
             return done.ran
 
@@ -344,7 +352,7 @@ class Upkeep:
         Raises:
             StoreUnavailable: the index list cannot be read.
         """
-        indices = self._loop.run("read", self._table.list_indices())
+        indices = self._loop.run("read", self._handle.table.list_indices())
         return {"fts": has_index(indices, "FTS"), "ann": has_index(indices, "IVF")}
 
     def ann_index_stats(self) -> dict[str, int] | None:
@@ -358,10 +366,11 @@ class Upkeep:
         Raises:
             StoreUnavailable: the index cannot be read.
         """
-        name, trained = ann_state(self._loop.run("read", self._table.list_indices()))
+        table = self._handle.table
+        name, trained = ann_state(self._loop.run("read", table.list_indices()))
         if name is None:
             return None
-        stats = self._loop.run("read", self._table.index_stats(name))
+        stats = self._loop.run("read", table.index_stats(name))
         if stats is None:
             return None
         return {
@@ -382,17 +391,18 @@ class Upkeep:
         Raises:
             StoreUnavailable: the table cannot be read.
         """
-        stats: Any = self._loop.run("read", self._table.stats())  # a TypedDict in LanceDB 0.40
+        table = self._handle.table
+        stats: Any = self._loop.run("read", table.stats())  # a TypedDict in LanceDB 0.40
         fragments = stats["fragment_stats"]
         count, small = fragments["num_fragments"], fragments["num_small_fragments"]
         unindexed = 0
-        for index in self._loop.run("read", self._table.list_indices()):
+        for index in self._loop.run("read", table.list_indices()):
             if str(index.index_type).upper().startswith("IVF"):
                 continue  # the vector index: searched exactly past it (see RecentRows)
-            found = self._loop.run("read", self._table.index_stats(index.name))
+            found = self._loop.run("read", table.index_stats(index.name))
             if found is not None:
                 unindexed = max(unindexed, int(found.num_unindexed_rows))
-        versions = len(self._loop.run("read", list_versions(self._table)))
+        versions = len(self._loop.run("read", list_versions(table)))
         return {
             "fragments": int(count),
             "small_fragments": int(small),
@@ -410,7 +420,7 @@ class Upkeep:
             due = enough_rows and (
                 since >= interval
                 or self._rows_since_optimize
-                >= policy.growth * self._loop.run("count", self._table.count_rows())
+                >= policy.growth * self._loop.run("count", self._handle.table.count_rows())
             )
             if enough_rows and not due:
                 self._check_later(interval - since)
@@ -468,13 +478,15 @@ class Upkeep:
         logger.info("store maintenance finished in %.2f s", time.perf_counter() - started)
 
     async def _optimize(self) -> bool:
-        await self._table.checkout_latest()  # type: ignore[no-untyped-call]
-        policy = self._policy
-        await self._ann.refit(self._table, policy.ann_index_min_rows, policy.ann_quantised_min_rows)
+        table, policy = self._handle.table, self._policy
+        await table.checkout_latest()  # type: ignore[no-untyped-call]
+        self._ann_rebuilt = await self._ann.refit(
+            table, policy.ann_index_min_rows, policy.ann_quantised_min_rows
+        )
         # Compaction and index steps first, removing nothing: LanceDB's own age rule
         # would remove a version superseded a moment ago by this very compaction.
-        await self._table.optimize(cleanup_older_than=NO_CLEANUP)
-        await prune_versions(self._table, self._policy.keep_versions_s)
+        await table.optimize(cleanup_older_than=NO_CLEANUP)
+        await prune_versions(table, self._policy.keep_versions_s)
         return True
 
 

@@ -61,7 +61,7 @@ from tribal_memory.store.lance_rows import (
     vectors_of,
 )
 from tribal_memory.store.lance_search import LanceSearch
-from tribal_memory.store.lance_table import open_table, recorded_model
+from tribal_memory.store.lance_table import TableHandle, recorded_model
 from tribal_memory.store.lance_upkeep import OptimizePolicy, Upkeep, copy_table
 from tribal_memory.store.lance_versions import pin_version
 from tribal_memory.store.recent import RecentRows
@@ -154,7 +154,7 @@ class LanceMemoryStore(MemoryStore):
         self._groups: dict[str, tuple[int, dict[str, int]]] = {}
         """Per column, the table version :meth:`group_counts` last scanned and its answer."""
         self._loop = shared_event_loop()
-        self._table, indices, self._session = open_table(
+        self._handle = TableHandle(
             self._loop,
             uri,
             model_id,
@@ -162,15 +162,15 @@ class LanceMemoryStore(MemoryStore):
             read_consistency_s=read_consistency_s,
             index_cache_mb=index_cache_mb,
         )
-        self._ann.update(indices)
+        self._ann.update(self._handle.indices)
         self._search = LanceSearch(
-            self._table,
+            self._handle,
             self._loop,
             self._ann,
             self._recent,
             self._write_lock,
             nprobes=ann_nprobes,
-            mirror=VectorMirror(self._table, exact_vector_max_rows),
+            mirror=VectorMirror(self._handle, exact_vector_max_rows),
             row_keys_max_rows=row_keys_max_rows,
         )
         policy = OptimizePolicy(
@@ -183,7 +183,7 @@ class LanceMemoryStore(MemoryStore):
             small_fragments=optimize_small_fragments,
         )
         self._upkeep = Upkeep(
-            self._table,
+            self._handle,
             self._loop,
             self._ann,
             self._recent,
@@ -263,7 +263,7 @@ class LanceMemoryStore(MemoryStore):
         Raises:
             StoreUnavailable: the table cannot be read.
         """
-        self._loop.run("refresh", self._table.checkout_latest())  # type: ignore[no-untyped-call]
+        self._loop.run("refresh", self._handle.table.checkout_latest())  # type: ignore[no-untyped-call]
         self._counts.clear()
 
     # -- writes ---------------------------------------------------------------
@@ -278,7 +278,7 @@ class LanceMemoryStore(MemoryStore):
             )
         rows = [to_row(m, v) for m, v in zip(memories, vectors, strict=True)]
         with self._write_lock:
-            self._loop.run("write", self._table.add(rows))
+            self._loop.run("write", self._handle.table.add(rows))
             self._wrote()
             self._upkeep.note_rows(len(rows))
             for memory, vector in zip(memories, vectors, strict=True):
@@ -295,13 +295,14 @@ class LanceMemoryStore(MemoryStore):
         self._upkeep.after_write()
 
     async def _replace(self, memory: Memory, vector: Vector | None) -> Vector:
+        table = self._handle.table
         if vector is None:
             where = f"memory_id = {quote(memory.memory_id)}"
-            stored = await self._table.query().where(where).select(["vector"]).to_arrow()
+            stored = await table.query().where(where).select(["vector"]).to_arrow()
             if not stored.num_rows:
                 raise NotFound(f"no memory with id {memory.memory_id}")
             vector = np.asarray(stored.column("vector")[0].as_py(), dtype=np.float32)
-        builder = self._table.merge_insert("memory_id").when_matched_update_all()
+        builder = table.merge_insert("memory_id").when_matched_update_all()
         result = await builder.execute([to_row(memory, vector)])
         if not result.num_updated_rows:
             raise NotFound(f"no memory with id {memory.memory_id}")
@@ -318,12 +319,12 @@ class LanceMemoryStore(MemoryStore):
         self._upkeep.after_write()
 
     async def _rekey(self, old_id: str, memory: Memory, vector: Vector) -> None:
-        where = f"memory_id = {quote(old_id)}"
-        if not await self._table.count_rows(where):
+        table, where = self._handle.table, f"memory_id = {quote(old_id)}"
+        if not await table.count_rows(where):
             raise NotFound(f"no memory with id {old_id}")
         # One merge: the new row is inserted and the old one deleted in the same commit.
         builder = (
-            self._table.merge_insert("memory_id")
+            table.merge_insert("memory_id")
             .when_not_matched_insert_all()
             .when_not_matched_by_source_delete(where)
         )
@@ -335,9 +336,9 @@ class LanceMemoryStore(MemoryStore):
             return 0
         where = f"memory_id IN ({in_list(memory_ids)})"
         with self._rewrite_lock, self._write_lock:
-            existing = int(self._loop.run("delete", self._table.count_rows(where)))
+            existing = int(self._loop.run("delete", self._handle.table.count_rows(where)))
             if existing:
-                self._loop.run("delete", self._table.delete(where))
+                self._loop.run("delete", self._handle.table.delete(where))
                 self._wrote()
                 self._upkeep.note_rows(existing)
             self._recent.drop(memory_ids)
@@ -356,7 +357,7 @@ class LanceMemoryStore(MemoryStore):
     def select(self, filters: SearchFilters, limit: int) -> list[Memory]:
         """See :meth:`MemoryStore.select`."""
         where = filter_sql(filters)
-        query = self._table.query().select(list(COLUMNS)).limit(limit)
+        query = self._handle.table.query().select(list(COLUMNS)).limit(limit)
         if where:
             query = query.where(where)
         return [to_memory(row) for row in self._loop.run("read", query.to_list())]
@@ -367,7 +368,7 @@ class LanceMemoryStore(MemoryStore):
         if after is not None:
             clauses.append(f"memory_id > {quote(after)}")
         query = (
-            self._table.query()
+            self._handle.table.query()
             .select(list(COLUMNS))
             .order_by([ColumnOrdering(column_name="memory_id")])
             .limit(limit)
@@ -379,7 +380,7 @@ class LanceMemoryStore(MemoryStore):
     def ids_of(self, filters: SearchFilters) -> list[str]:
         """See :meth:`MemoryStore.ids_of`."""
         where = filter_sql(filters)
-        query = self._table.query().select(["memory_id"])
+        query = self._handle.table.query().select(["memory_id"])
         if where:
             query = query.where(where)
         table = self._loop.run("read", query.to_arrow())
@@ -401,7 +402,7 @@ class LanceMemoryStore(MemoryStore):
         generation = self._counts.generation()
 
         async def count() -> int:
-            found = int(await self._table.count_rows(where))
+            found = int(await self._handle.table.count_rows(where))
             self._counts.put(where, found, generation)
             return found
 
@@ -418,12 +419,12 @@ class LanceMemoryStore(MemoryStore):
         if batch_size < 1:
             raise InvalidInput("batch_size must be at least 1")
         where = filter_sql(filters) if filters is not None else None
-        query = self._table.query().select([*COLUMNS, "vector"])
+        query = self._handle.table.query().select([*COLUMNS, "vector"])
         if where:
             query = query.where(where)
         # A scan of more than one batch (an export) pins its version once a second
         # batch is read: optimize() removes versions superseded keep_versions_s ago.
-        version = int(self._loop.run("scan", self._table.version()))
+        version = int(self._loop.run("scan", self._handle.table.version()))
         pin: str | None = None
         try:
             reader = self._loop.run("scan", query.to_batches(max_batch_length=batch_size))
@@ -431,14 +432,14 @@ class LanceMemoryStore(MemoryStore):
             while batch is not None:
                 following = self._loop.run("scan", next_batch(reader))
                 if following is not None and pin is None:
-                    pin = self._loop.run("scan", pin_version(self._table, version))
+                    pin = self._loop.run("scan", pin_version(self._handle.table, version))
                 if batch.num_rows:
                     memories = [to_memory(row) for row in batch.select(list(COLUMNS)).to_pylist()]
                     yield memories, vectors_of(batch)
                 batch = following
         finally:
             if pin is not None:
-                self._loop.run("scan", self._table.tags.delete(pin))
+                self._loop.run("scan", self._handle.table.tags.delete(pin))
 
     def memory_ids(self) -> list[str]:
         """Every row's ``memory_id``, repeats kept: :meth:`ids_of` with no filter (or raises)."""
@@ -459,7 +460,7 @@ class LanceMemoryStore(MemoryStore):
         kept = self._groups.get(column)
         if kept is not None and kept[0] == version:
             return dict(kept[1])
-        table = self._loop.run("read", self._table.query().select([column]).to_arrow())
+        table = self._loop.run("read", self._handle.table.query().select([column]).to_arrow())
         values = table.column(column)
         counts = {row["values"]: row["counts"] for row in pc.value_counts(values).to_pylist()}
         self._groups[column] = (version, counts)
@@ -528,7 +529,7 @@ class LanceMemoryStore(MemoryStore):
     @property
     def version(self) -> int:
         """Current table version (increases with every write)."""
-        return int(self._loop.run("read", self._table.version()))
+        return int(self._loop.run("read", self._handle.table.version()))
 
     def index_state(self) -> dict[str, bool]:
         """See :meth:`MemoryStore.index_state`: ``{"fts": bool, "ann": bool}``."""
@@ -547,7 +548,7 @@ class LanceMemoryStore(MemoryStore):
 
         Bounded by ``index_cache_mb`` (index data) plus a quarter of it (metadata).
         """
-        return int(self._session.size_bytes)
+        return self._handle.cache_bytes
 
     def footprint(self) -> TableFootprint | None:
         """Bytes on disk by what they hold (:func:`~.lance_footprint.table_footprint`).
@@ -560,7 +561,7 @@ class LanceMemoryStore(MemoryStore):
         table_dir = Path(self._uri) / f"{TABLE}.lance"
         if "://" in self._uri or not table_dir.is_dir():
             return None
-        rows = int(self._loop.run("count", self._table.count_rows()))
+        rows = int(self._loop.run("count", self._handle.table.count_rows()))
         return table_footprint(table_dir, rows, self.dim)
 
     def copy_to(self, target: str) -> StoreCopy:
