@@ -9,6 +9,7 @@ import numpy as np
 import numpy.typing as npt
 
 Vector = npt.NDArray[np.float32]
+"""A float32 array; 1-d of shape ``(dim,)`` or 2-d of shape ``(n, dim)``."""
 
 
 def unit_rows(matrix: npt.ArrayLike) -> Vector:
@@ -19,9 +20,6 @@ def unit_rows(matrix: npt.ArrayLike) -> Vector:
     rows = np.asarray(matrix, dtype=np.float32)
     lengths = np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
     return np.asarray(rows / lengths, dtype=np.float32)
-
-
-"""A float32 array; 1-d of shape ``(dim,)`` or 2-d of shape ``(n, dim)``."""
 
 
 class Embedder(abc.ABC):

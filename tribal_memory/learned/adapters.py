@@ -24,7 +24,7 @@ from sqlalchemy import delete, func, select
 from tribal_memory.base.db import Database
 from tribal_memory.base.models import SearchFilters
 from tribal_memory.base.tables import QueryAdapterRow, RetrievalEventRow, utcnow
-from tribal_memory.embeddings.base import Embedder, Vector
+from tribal_memory.embeddings.base import Embedder, Vector, unit_rows
 from tribal_memory.learned.adapter import AdapterFit, Examples, Matrix, apply, fit
 from tribal_memory.learned.anchors import ALL_OWNERS
 from tribal_memory.learned.text import query_key
@@ -251,10 +251,7 @@ class QueryAdapters:
         candidates = np.zeros((len(rows), width, dim), dtype=np.float32)
         mask = np.zeros((len(rows), width), dtype=bool)
         for n, (_, ids) in enumerate(rows):
-            matrix = np.stack([vectors[i] for i in ids])
-            candidates[n, : len(ids)] = matrix / np.maximum(
-                np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12
-            )
+            candidates[n, : len(ids)] = unit_rows(np.stack([vectors[i] for i in ids]))
             mask[n, : len(ids)] = True
         queries = np.stack([q for q, _ in rows]).astype(np.float32)
         return Examples(queries, candidates, mask)

@@ -45,7 +45,7 @@ from tribal_memory.base.models import (
 )
 from tribal_memory.base.sql import query_cache_counter, read_generation
 from tribal_memory.base.tables import QueryCacheRow, utcnow
-from tribal_memory.embeddings.base import Vector
+from tribal_memory.embeddings.base import Vector, unit_rows
 from tribal_memory.learned.memo import RowsByKey, sql_rows
 
 MAX_PATCHED = 500
@@ -280,8 +280,9 @@ class QueryCache:
                 flags.append(ok)
                 blobs.append(blob)
         if blobs:  # every vector has the store's dimension (the model is checked on open)
-            matrix = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), -1)
-            matrix = matrix / np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
+            matrix = unit_rows(
+                np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), -1)
+            )
         else:
             matrix = np.zeros((0, 0), dtype=np.float32)
         return _Entries(keys, texts, flags, matrix, eligible_keys)
