@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
@@ -42,22 +41,9 @@ from tribal_memory.bench.perf_http import (
     timed,
 )
 from tribal_memory.bench.perf_server import ServerProcess
+from tribal_memory.bench.report import checkout_commit
 
 QUESTION = "what is the colour of box 17"
-
-
-def _commit(package_dir: Path) -> str | None:
-    """The git commit of the checkout holding ``package_dir``, or None outside one."""
-    try:
-        out = subprocess.run(
-            ["git", "-C", str(package_dir), "rev-parse", "--short", "HEAD"],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-    except (OSError, subprocess.CalledProcessError):
-        return None
-    return out.stdout.strip()
 
 
 def measure(facts: int, samples: int) -> dict[str, Any]:
@@ -104,7 +90,7 @@ def main() -> None:
     package_dir = Path(tribal_memory.__file__).parent
     run = {
         "label": args.label,
-        "commit": _commit(package_dir),
+        "commit": checkout_commit(package_dir),
         "at": datetime.now(UTC).isoformat(timespec="seconds"),
         "load_avg_1_5_15_at_start": [round(x, 2) for x in os.getloadavg()],
         **measure(args.facts, args.samples),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import platform
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,20 @@ from typing import Any
 def machine_line() -> str:
     """The machine in one line: ``"<arch> <OS>, Python <version>"``."""
     return f"{platform.machine()} {platform.system()}, Python {platform.python_version()}"
+
+
+def checkout_commit(path: Path) -> str | None:
+    """The short git commit of the checkout holding ``path``, or None outside one."""
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(path), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return out.stdout.strip()
 
 
 def write_report(report: dict[str, Any], out: Path | None) -> None:
