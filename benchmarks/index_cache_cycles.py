@@ -46,16 +46,16 @@ from tribal_memory.bench.perf_corpus import Fact, generate, questions
 from tribal_memory.bench.perf_http import SEARCH_K, check_response, wait_until_indexed
 from tribal_memory.bench.perf_server import ServerProcess
 from tribal_memory.bench.report import checkout_commit
+from tribal_memory.store.lance_index import ann_state
+from tribal_memory.store.lance_rows import TABLE
+from tribal_memory.store.lance_table import read_ivf_segments
 
 
 def ivf_state(data_dir: Path) -> dict[str, Any]:
     """The IVF index's name and segments in ``data_dir``'s table (read by a handle of its own)."""
-    table = lancedb.connect(str(data_dir / "lancedb")).open_table("memories")
-    for index in table.list_indices():
-        if str(index.index_type).upper().startswith("IVF"):
-            stats = table.index_stats(index.name)
-            return {"ivf": index.name, "segments": int(getattr(stats, "num_indices", 1) or 1)}
-    return {"ivf": None, "segments": 0}
+    uri = str(data_dir / "lancedb")
+    indices = lancedb.connect(uri).open_table(TABLE).list_indices()
+    return {"ivf": ann_state(indices)[0], "segments": read_ivf_segments(uri)}
 
 
 def cycles(

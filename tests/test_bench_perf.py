@@ -179,6 +179,7 @@ def test_bench_perf_writes_every_figure(tmp_path: Path) -> None:
         assert isinstance(figures[key], int | float) and figures[key] > 0, key
     assert figures["embeddings_from_cache"] is False
     assert figures["ann_index"] is False and figures["ann_segments"] is None  # 300 rows: exact
+    assert figures["ann_segments_at_search"] == 0
     assert figures["ann_probes"] is None
     assert [point[0] for point in figures["rss_while_loading_mb"]] == [300]
     # 20 questions x 3 rounds of search + feedback; health read from /v1/stats after them.

@@ -17,6 +17,7 @@ from tribal_memory.base.errors import EmbeddingModelMismatch
 from tribal_memory.base.models import Memory, SearchFilters
 from tribal_memory.store.lance_index import IVF_SEGMENTS_CAP
 from tribal_memory.store.lance_rows import COLUMNS, filter_sql, table_schema, to_memory, to_row
+from tribal_memory.store.lance_table import read_ivf_segments
 from tribal_memory.store.lancedb import LanceMemoryStore
 
 
@@ -207,6 +208,17 @@ def test_an_ivf_rebuild_leaves_the_old_index_out_of_the_cache(tmp_path: Path) ->
     ask(fresh)
     # The replaced IVF_FLAT index (3,000 64-d vectors, 768 KB) is not kept beside the new one.
     assert store.cache_bytes() <= 1.1 * fresh.cache_bytes() + 64 * 1024
+
+
+def test_another_handle_reads_the_ivf_segments_a_store_has(tmp_path: Path) -> None:
+    assert read_ivf_segments(str(tmp_path / "none")) == 0  # no table
+    store, vectors = _indexed_store(tmp_path, 2000)
+    assert read_ivf_segments(str(tmp_path / "db")) == 1
+    store.add([_memory(f"n{i}", f"new {i}") for i in range(20)], _unit(20, 16, seed=9))
+    store.optimize()  # folded in as a second segment
+    stats = store.ann_index_stats()
+    assert stats is not None and stats["segments"] == 2
+    assert read_ivf_segments(str(tmp_path / "db")) == 2
 
 
 @INDEX_KINDS

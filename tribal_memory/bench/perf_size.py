@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 
 from tribal_memory.base.config import Settings
+from tribal_memory.base.errors import StoreUnavailable
 from tribal_memory.base.models import SearchFilters
 from tribal_memory.bench.perf_baseline import PlainBaseline
 from tribal_memory.bench.perf_concurrent import concurrent_figures
@@ -47,6 +48,7 @@ from tribal_memory.bench.perf_http import (
 from tribal_memory.bench.perf_server import ServerProcess
 from tribal_memory.embeddings.base import Embedder, Vector
 from tribal_memory.store.lance_footprint import dir_bytes
+from tribal_memory.store.lance_table import read_ivf_segments
 
 
 @dataclass(frozen=True)
@@ -214,6 +216,11 @@ def _measure_server(
                 client, server, inputs.facts, inputs.vectors, embedder, log
             )
             figures["settle_s"] = round(wait_until_indexed(client), 1)
+        # The IVF segments the timed searches read (each one adds to every vector search).
+        try:
+            figures["ann_segments_at_search"] = read_ivf_segments(lancedb_uri)
+        except StoreUnavailable:  # a location this process cannot read by itself
+            figures["ann_segments_at_search"] = None
         figures["data_dir_peak_mb"] = peak_mb(disk)
         figures["ingest_s"] = round(ingest_s, 1)
         figures["ingest_per_s"] = round(n / ingest_s, 1)

@@ -154,6 +154,18 @@ def _trained_rows(name: str) -> int | None:
     return None
 
 
+async def ivf_segments(table: AsyncTable) -> int:
+    """Segments of the table's IVF index (one after a (re)build, one more per fold); 0 without.
+
+    Reads only (``list_indices()`` and the index's statistics).
+    """
+    name, _ = ann_state(await table.list_indices())
+    if name is None:
+        return 0
+    stats = await table.index_stats(name)
+    return int(getattr(stats, "num_indices", 1) or 1) if stats is not None else 0
+
+
 class AnnIndex:
     """What one store handle knows of the table's IVF vector index.
 

@@ -17,8 +17,8 @@ from lancedb.index import IndexConfig
 from lancedb.table import AsyncTable
 
 from tribal_memory.base.errors import EmbeddingModelMismatch
-from tribal_memory.store.event_loop import EventLoop
-from tribal_memory.store.lance_index import ensure_indexes
+from tribal_memory.store.event_loop import EventLoop, shared_event_loop
+from tribal_memory.store.lance_index import ensure_indexes, ivf_segments
 from tribal_memory.store.lance_rows import (
     DIM_KEY,
     MODEL_KEY,
@@ -119,6 +119,25 @@ async def recorded_model(uri: str) -> tuple[str, int] | None:
         return None
     meta = (await (await db.open_table(TABLE)).schema()).metadata or {}
     return meta.get(MODEL_KEY, b"?").decode(), int(meta.get(DIM_KEY, b"0"))
+
+
+def read_ivf_segments(uri: str) -> int:
+    """Segments of the IVF index of the memory table at ``uri`` (0: no index or no table).
+
+    For a tool watching a store another process writes (``bench perf``): a
+    handle of its own, reads only (no table or index is created).
+
+    Raises:
+        StoreUnavailable: the location cannot be read.
+    """
+
+    async def read() -> int:
+        db = await lancedb.connect_async(uri)
+        if TABLE not in (await db.list_tables()).tables:
+            return 0
+        return await ivf_segments(await db.open_table(TABLE))
+
+    return int(shared_event_loop().run("read", read()))
 
 
 async def _connect(
