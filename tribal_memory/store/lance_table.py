@@ -33,8 +33,9 @@ class TableHandle:
 
     LanceDB's index cache keeps the data of every index version a search
     read, a replaced one included, until its bound evicts it, and has no way
-    to be cleared. After an IVF rebuild the old index's partitions (370 MiB
-    of IVF_SQ at a million memories, 1.5 GB of IVF_FLAT) fill it for good.
+    to be cleared. After an IVF rebuild the old index's partitions (370 MB
+    of IVF_SQ at a million memories, 1.5 GB of IVF_FLAT) stay in it until
+    the bound evicts them.
     :meth:`reopen` opens the table again in a new session, so the old cache
     is freed once the calls still running on the old handle are done.
     Everything that reads the table reads :attr:`table` at each call.
@@ -51,7 +52,6 @@ class TableHandle:
     Attributes:
         indices: The indexes the table had when first opened, before any
             were created here.
-        reopened: How many times :meth:`reopen` ran.
 
     Raises:
         EmbeddingModelMismatch: the table was created with another model or dimension.
@@ -72,7 +72,6 @@ class TableHandle:
         self._uri = uri
         self._read_consistency_s = read_consistency_s
         self._cache_bytes = index_cache_mb * 1024**2
-        self.reopened = 0
         self._session = self._new_session()
         self._table, self.indices = loop.run(
             "open", _open(uri, model_id, dim, read_consistency_s, self._session)
@@ -100,7 +99,6 @@ class TableHandle:
         session = self._new_session()
         table = self._loop.run("open", _reopen(self._uri, self._read_consistency_s, session))
         self._table, self._session = table, session
-        self.reopened += 1
 
     def _new_session(self) -> lancedb.Session:
         return lancedb.Session(

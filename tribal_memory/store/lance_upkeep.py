@@ -131,8 +131,6 @@ class Upkeep:
         """The pending prune is the first after an ``optimize()`` (see :meth:`_prune_pending`)."""
         self._pruned_at = 0.0
         """When the last background prune started (``time.monotonic()``)."""
-        self._ann_rebuilt = False
-        """The running ``optimize()`` (re)built the IVF index (see :meth:`optimize`)."""
 
     def note_rows(self, rows: int) -> None:
         """Count ``rows`` rows written, updated or deleted; call it under the write lock."""
@@ -218,11 +216,16 @@ class Upkeep:
                 another process held the maintenance lock too long.
         """
         started = time.monotonic()
-        self._ann_rebuilt = False
-        self._folding(self._optimize)
-        if self._ann_rebuilt:
-            # The replaced index's partitions would stay in LanceDB's index cache for good.
-            self._handle.reopen()
+        rebuilt = False
+
+        async def step() -> bool:
+            nonlocal rebuilt
+            rebuilt = await self._optimize()
+            return True
+
+        self._folding(step)
+        if rebuilt:
+            self._reopen()
         self._optimize_s = time.monotonic() - started
         release_free_memory()  # what the compaction and index builds freed (see .heap)
         self._prune_later()
@@ -478,16 +481,29 @@ class Upkeep:
         logger.info("store maintenance finished in %.2f s", time.perf_counter() - started)
 
     async def _optimize(self) -> bool:
+        """LanceDB's steps of :meth:`optimize`; True when the IVF index was (re)built."""
         table, policy = self._handle.table, self._policy
         await table.checkout_latest()  # type: ignore[no-untyped-call]
-        self._ann_rebuilt = await self._ann.refit(
+        rebuilt = await self._ann.refit(
             table, policy.ann_index_min_rows, policy.ann_quantised_min_rows
         )
         # Compaction and index steps first, removing nothing: LanceDB's own age rule
         # would remove a version superseded a moment ago by this very compaction.
         await table.optimize(cleanup_older_than=NO_CLEANUP)
         await prune_versions(table, self._policy.keep_versions_s)
-        return True
+        return rebuilt
+
+    def _reopen(self) -> None:
+        """Open the table again after an IVF (re)build (:meth:`TableHandle.reopen`).
+
+        The replaced index's partitions would otherwise stay in LanceDB's
+        index cache until its bound evicts them. A failure is logged: the
+        old handle goes on serving, with the old cache.
+        """
+        try:
+            self._handle.reopen()
+        except StoreUnavailable as exc:
+            logger.warning("reopening the table after the index rebuild failed: %s", exc.detail)
 
 
 def copy_table(source_uri: str, target_uri: str, *, file_format: str = FILE_FORMAT) -> StoreCopy:
