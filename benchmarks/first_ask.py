@@ -24,17 +24,15 @@ import argparse
 import json
 import os
 import tempfile
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import httpx
-import numpy as np
 
 from tribal_memory.base.config import DEFAULT_ROW_KEYS_MAX_ROWS
 from tribal_memory.bench.perf_corpus import generate, questions
-from tribal_memory.bench.perf_http import SEARCH_K, check_response
+from tribal_memory.bench.perf_http import check_response, p50_p95, search_call, timed
 from tribal_memory.bench.perf_server import ServerProcess
 from tribal_memory.store.lance_footprint import data_file_formats
 
@@ -57,19 +55,15 @@ def rounds(
         ServerProcess(data_dir, Path(tmp) / "log", env=env) as server,
         httpx.Client(base_url=server.base_url, timeout=600.0) as client,
     ):
+        search = search_call(client, {})
         for _ in range(count):
-            times = []
-            for query in asked:
-                started = time.perf_counter()
-                response = client.post("/v1/search", json={"query": query, "k": SEARCH_K})
-                times.append((time.perf_counter() - started) * 1000)
-                check_response(response, "search")
+            p50, p95 = p50_p95(timed(search, asked, len(asked)))
             stats = client.get("/v1/stats")
             check_response(stats, "stats")
             found.append(
                 {
-                    "search_p50_ms": round(float(np.percentile(times, 50)), 2),
-                    "search_p95_ms": round(float(np.percentile(times, 95)), 2),
+                    "search_p50_ms": p50,
+                    "search_p95_ms": p95,
                     "rss_mb": server.memory_mb().get("rss_mb"),
                     "index_cache_mb": round(stats.json()["cache_bytes"] / 1024**2, 1),
                 }

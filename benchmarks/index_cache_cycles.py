@@ -32,18 +32,22 @@ import json
 import os
 import shutil
 import tempfile
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import httpx
 import lancedb
-import numpy as np
 
 import tribal_memory
 from tribal_memory.bench.perf_corpus import Fact, generate, questions
-from tribal_memory.bench.perf_http import SEARCH_K, check_response, wait_until_indexed
+from tribal_memory.bench.perf_http import (
+    check_response,
+    p50_p95,
+    search_call,
+    timed,
+    wait_until_indexed,
+)
 from tribal_memory.bench.perf_server import ServerProcess
 from tribal_memory.bench.report import checkout_commit
 from tribal_memory.store.lance_index import ann_state
@@ -87,14 +91,10 @@ def cycles(
             )
             print(json.dumps(steps[-1]), flush=True)
 
+        search = search_call(client, {})
+
         def ask(name: str) -> None:
-            times = []
-            for query in asked:
-                started = time.perf_counter()
-                response = client.post("/v1/search", json={"query": query, "k": SEARCH_K})
-                times.append((time.perf_counter() - started) * 1000)
-                check_response(response, "search")
-            p50, p95 = (round(float(np.percentile(times, q)), 2) for q in (50, 95))
+            p50, p95 = p50_p95(timed(search, asked, len(asked)))
             step(name, search_p50_ms=p50, search_p95_ms=p95)
 
         step("start", **ivf_state(data_dir))
