@@ -172,6 +172,7 @@ class LanceMemoryStore(MemoryStore):
             nprobes=ann_nprobes,
             mirror=VectorMirror(self._handle, exact_vector_max_rows),
             row_keys_max_rows=row_keys_max_rows,
+            counts=self._counts,
         )
         policy = OptimizePolicy(
             ann_index_min_rows=ann_index_min_rows,
@@ -399,14 +400,7 @@ class LanceMemoryStore(MemoryStore):
             done: Future[int] = Future()
             done.set_result(kept)
             return done
-        generation = self._counts.generation()
-
-        async def count() -> int:
-            found = int(await self._handle.table.count_rows(where))
-            self._counts.put(where, found, generation)
-            return found
-
-        return self._loop.submit(translated("count", count()))
+        return self._loop.submit(translated("count", self._search.passing(where)))
 
     def _wrote(self) -> None:
         """Forget what searches kept of the table's rows (called under the write lock)."""
