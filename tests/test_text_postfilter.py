@@ -33,7 +33,8 @@ def _store(tmp_path: Path, ana_long: bool) -> LanceMemoryStore:
     for i in range(ROWS):
         ana = (i >= ROWS // 2) if ana_long else (i % 2 == 0)
         content = "tea " + " ".join(f"w{i}x{j}" for j in range(i))
-        memories.append(stored_memory(f"m{i:03d}", content, owner="ana" if ana else "ben"))
+        owner = "ana" if ana else "ben"
+        memories.append(stored_memory(f"m{i:03d}", content, owner=owner, tags=("t",)))
     store.add(memories, np.random.default_rng(0).normal(size=(ROWS, 8)).astype(np.float32))
     store.optimize()
     assert store.wait_for_maintenance(60)
@@ -69,6 +70,22 @@ def test_a_filter_applied_after_ranking_answers_what_filtering_first_does(
     # Each search ranked first; where ana's memories rank last, none of the
     # best 4k rows passed for k 1 and 20, and the filter came first after all.
     assert postfiltered == 3
+
+
+def test_a_filter_on_more_than_owner_and_kind_is_applied_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = _store(tmp_path, ana_long=False)
+    expected = _answer(store, 20)  # every memory is tagged: the same rows
+    monkeypatch.setattr(lance_search, "POSTFILTER_MIN_PASSING", 100)
+
+    def unexpected(self: AsyncFTSQuery) -> AsyncFTSQuery:
+        raise AssertionError("a tag filter was applied after ranking")
+
+    monkeypatch.setattr(AsyncFTSQuery, "postfilter", unexpected)
+    tagged = SearchFilters(owner="ana", include_shared=False, tags=("t",))
+    found = store.text_search("tea", tagged, 20)
+    assert [(s.memory_id, round(s.score, 5)) for s in found] == expected
 
 
 def test_how_many_rows_are_ranked_before_filtering() -> None:

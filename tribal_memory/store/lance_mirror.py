@@ -21,7 +21,6 @@ the answer is the exact top-k where the IVF index is approximate.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,21 +30,8 @@ from tribal_memory.base.models import SHARED_OWNER, SearchFilters
 from tribal_memory.embeddings.base import Vector, unit_rows
 from tribal_memory.store.base import RowKey
 from tribal_memory.store.lance_keys import KEY_COLUMNS, row_ids
-from tribal_memory.store.lance_rows import vectors_of
+from tribal_memory.store.lance_rows import owner_and_kind_only, vectors_of
 from tribal_memory.store.lance_table import TableHandle
-
-
-def answerable(filters: SearchFilters) -> bool:
-    """Whether the copy can evaluate ``filters``: owner (with shared) and kinds only.
-
-    Any other field set (tags, sources, time, ids, doc ids, paths, and any
-    field added later) leaves the search to LanceDB.
-    """
-    rest = dataclasses.replace(filters, owner=None, include_shared=True, kinds=(), exclude_kinds=())
-    return rest == _NO_FILTER
-
-
-_NO_FILTER = SearchFilters()
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,7 +173,7 @@ class VectorMirror:
         None: the filter is not one the copy evaluates, the table is over
         ``max_rows``, or it changed during the read (LanceDB answers).
         """
-        if self.max_rows <= 0 or not answerable(filters):
+        if self.max_rows <= 0 or not owner_and_kind_only(filters):
             return None
         version = await self._handle.table.version()
         found = self._copy

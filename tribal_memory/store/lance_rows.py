@@ -10,6 +10,7 @@ DataFusion ``WHERE`` clause.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
@@ -102,6 +103,20 @@ def timestamp_sql(value: datetime) -> str:
         raise InvalidInput(f"time filter {value.isoformat()} is out of range") from exc
     # The year zero-padded: strftime("%Y") writes year 999 as "999", which LanceDB rejects.
     return "TIMESTAMP " + quote(f"{utc.year:04d}-{utc:%m-%dT%H:%M:%S.%f}Z")
+
+
+def owner_and_kind_only(filters: SearchFilters) -> bool:
+    """Whether ``filters`` sets owner (with shared or not) and kinds at most.
+
+    Such a filter reads two small columns, answered by bitmap indexes; any
+    other field set (tags, sources, time, ids, doc ids, paths, and any field
+    added later) does not pass.
+    """
+    rest = dataclasses.replace(filters, owner=None, include_shared=True, kinds=(), exclude_kinds=())
+    return rest == _NO_FILTER
+
+
+_NO_FILTER = SearchFilters()
 
 
 def filter_sql(filters: SearchFilters) -> str | None:

@@ -33,6 +33,7 @@ from tribal_memory.store.lance_rows import (
     in_list,
     memory_rows,
     nearest_rows,
+    owner_and_kind_only,
     to_memory,
     vectors_of,
 )
@@ -51,7 +52,8 @@ corpus, 150 results, scratch, in-process) an owner holding 1% took 10.0 ms
 and one holding 5% 27.9, against 3.6 ms unfiltered. Ranking the whole table
 and filtering the best ``wide`` rows after (LanceDB's ``postfilter``, which
 reads the filter's columns of those rows) took 10.0 ms for 3,000 rows and
-13.2 for 6,000. So a filter passing at least this many rows, and few enough
+13.2 for 6,000. So a filter on owner and kind (two small columns; a tag
+list is slower to read) passing at least this many rows, and few enough
 that :func:`postfilter_rows` stays within :data:`POSTFILTER_MAX_ROWS`, is
 applied after ranking; the others before, as always.
 """
@@ -271,7 +273,7 @@ class LanceSearch:
             done: Future[list[ScoredMemory]] = Future()
             done.set_result([])
             return done
-        search = self._text_search(query, filter_sql(filters), k)
+        search = self._text_search(query, filters, k)
         return self._loop.submit(translated("full-text search", search))
 
     def start_text_scores(
@@ -289,10 +291,9 @@ class LanceSearch:
             done: Future[list[tuple[RowRef, float]]] = Future()
             done.set_result([])
             return done
-        where = filter_sql(filters)
 
         async def search() -> list[tuple[RowRef, float]]:
-            table = await self._text_answer(query, where, k)
+            table = await self._text_answer(query, filters, k)
             refs = table.column("_rowid").to_pylist()
             scores = table.column("_score").to_pylist()
             return [(int(r), float(v)) for r, v in zip(refs, scores, strict=True)]
@@ -397,21 +398,25 @@ class LanceSearch:
         column = table.column_names.index("_distance")
         return table.set_column(column, "_distance", pa.array(distances, pa.float32()))
 
-    async def _text_search(self, query: str, where: str | None, k: int) -> list[ScoredMemory]:
-        table = await self._text_answer(query, where, k)
+    async def _text_search(self, query: str, filters: SearchFilters, k: int) -> list[ScoredMemory]:
+        table = await self._text_answer(query, filters, k)
         return await self._deferred(table, "_score", distance=False)
 
-    async def _text_answer(self, query: str, where: str | None, k: int) -> pa.Table:
-        """The best ``k`` BM25 rows passing ``where``: ``_score`` and ``_rowid``, best first.
+    async def _text_answer(self, query: str, filters: SearchFilters, k: int) -> pa.Table:
+        """The best ``k`` BM25 rows passing ``filters``: ``_score`` and ``_rowid``, best first.
 
-        A filter passing many rows is applied to the table's best
+        A filter on owner and kind only (:func:`~.lance_rows.owner_and_kind_only`)
+        passing many rows is applied to the table's best
         :func:`postfilter_rows` rows after ranking them, when at least ``k``
         of those pass: the same rows as filtering first, up to the order of
         equal scores (a row ranked below them all scores no more than the
         ``k``-th). Otherwise, and when fewer pass, the filter comes first.
         """
+        where = filter_sql(filters)
         if where:
-            wide = postfilter_rows(k, await self.passing(where), await self.passing(None))
+            wide = None
+            if owner_and_kind_only(filters):
+                wide = postfilter_rows(k, await self.passing(where), await self.passing(None))
             if wide is not None:
                 ranked = await self._bm25(query, wide).where(where).postfilter().to_arrow()
                 if ranked.num_rows >= k:
