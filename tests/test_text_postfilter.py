@@ -72,7 +72,7 @@ def test_a_filter_applied_after_ranking_answers_what_filtering_first_does(
     assert postfiltered == 3
 
 
-def test_a_filter_on_more_than_owner_and_kind_is_applied_first(
+def test_filters_on_more_than_owner_and_kind_or_exclusions_alone_are_applied_first(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = _store(tmp_path, ana_long=False)
@@ -86,6 +86,8 @@ def test_a_filter_on_more_than_owner_and_kind_is_applied_first(
     tagged = SearchFilters(owner="ana", include_shared=False, tags=("t",))
     found = store.text_search("tea", tagged, 20)
     assert [(s.memory_id, round(s.score, 5)) for s in found] == expected
+    # Leaving a kind out (as every search leaves summaries out) passes nearly every row.
+    assert len(store.text_search("tea", SearchFilters(exclude_kinds=("summary",)), 20)) == 20
 
 
 def test_how_many_rows_are_ranked_before_filtering() -> None:

@@ -405,8 +405,8 @@ class LanceSearch:
     async def _text_answer(self, query: str, filters: SearchFilters, k: int) -> pa.Table:
         """The best ``k`` BM25 rows passing ``filters``: ``_score`` and ``_rowid``, best first.
 
-        A filter on owner and kind only (:func:`~.lance_rows.owner_and_kind_only`)
-        passing many rows is applied to the table's best
+        A filter on owner or kinds (:func:`~.lance_rows.owner_and_kind_only`,
+        an owner or kinds set) passing many rows is applied to the table's best
         :func:`postfilter_rows` rows after ranking them, when at least ``k``
         of those pass: the same rows as filtering first, up to the order of
         equal scores (a row ranked below them all scores no more than the
@@ -415,7 +415,9 @@ class LanceSearch:
         where = filter_sql(filters)
         if where:
             wide = None
-            if owner_and_kind_only(filters):
+            # An exclusion alone (every search leaves summaries out) blocks rows
+            # rather than listing those it passes: filtering first costs little.
+            if owner_and_kind_only(filters) and (filters.owner is not None or filters.kinds):
                 wide = postfilter_rows(k, await self.passing(where), await self.passing(None))
             if wide is not None:
                 ranked = await self._bm25(query, wide).where(where).postfilter().to_arrow()
