@@ -1,0 +1,144 @@
+"""Two checkouts' servers side by side over HTTP, each question asked of both in turn.
+
+In-process scripts and a server disagree about what LanceDB's queries cost
+(a ``take`` of ten rows at 10k: 3.6 ms in a script, about 1.5 inside a
+server; an owner-filtered BM25 search at 1M: 60 against 45 ms), so a change
+that pays in a script may not pay over HTTP. This starts one server per
+checkout (``--a`` and ``--b``, each server's ``PYTHONPATH``), each on its
+own copy of a data dir ``bench perf --keep-data`` kept, and asks every
+question of both, alternating which goes first, so both meet the same
+machine load. Per filter (the whole store, ``bench perf``'s 5% and 1%
+owners): each server's search p50 / p95 over HTTP and of its own
+``took_ms``; then ``GET /v1/memories/{id}`` of each search's top hit. ms,
+lower is better.
+
+    python benchmarks/servers_ab.py /tmp/kept1m/data-1000000 --size 1000000 \\
+        --a /tmp/before --b . --out /tmp/servers-ab.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import shutil
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from tribal_memory.bench.metrics import percentile
+from tribal_memory.bench.perf_corpus import FILTER_OWNER, SMALL_OWNER, generate, questions
+from tribal_memory.bench.perf_http import get_by_id, search_call
+from tribal_memory.bench.perf_server import ServerProcess
+from tribal_memory.bench.report import checkout_commit, machine_line, write_report
+
+FILTERS: dict[str, tuple[dict[str, Any], str | None]] = {
+    "all": ({}, None),
+    "owner_5pct": ({"owner": FILTER_OWNER, "include_shared": False}, FILTER_OWNER),
+    "owner_1pct": ({"owner": SMALL_OWNER, "include_shared": False}, SMALL_OWNER),
+}
+"""Label: (the search body's filter fields, the owner whose questions are asked)."""
+WARMUP = 30
+
+
+def p50_p95(values: list[float]) -> list[float]:
+    """[p50, p95] rounded to 0.01."""
+    return [round(percentile(values, 50), 2), round(percentile(values, 95), 2)]
+
+
+def timed_ms(call: Any, *args: Any) -> tuple[float, Any]:
+    """(wall ms, answer) of one call."""
+    started = time.perf_counter()
+    answer = call(*args)
+    return (time.perf_counter() - started) * 1000, answer
+
+
+def compare(
+    clients: dict[str, httpx.Client], facts: list[Any], count: int, seed: int
+) -> dict[str, Any]:
+    """Per filter and server, search (and, for the whole store, read by id) percentiles."""
+    report: dict[str, Any] = {}
+    for label, (extra, owner) in FILTERS.items():
+        asked = questions(facts, count + WARMUP, seed, owner=owner)
+        calls = {name: search_call(client, extra) for name, client in clients.items()}
+        for call in calls.values():
+            for query in asked[:WARMUP]:
+                call(query)
+        wall: dict[str, list[float]] = {name: [] for name in calls}
+        took: dict[str, list[float]] = {name: [] for name in calls}
+        tops: dict[str, list[str]] = {name: [] for name in calls}
+        names = list(calls)
+        for i, query in enumerate(asked[WARMUP:]):
+            for name in names if i % 2 else names[::-1]:
+                ms, body = timed_ms(calls[name], query)
+                wall[name].append(ms)
+                took[name].append(body["took_ms"])
+                if body["hits"]:
+                    tops[name].append(body["hits"][0]["memory_id"])
+        report[label] = {
+            name: {"search_p50_p95_ms": p50_p95(wall[name]), "took_p50_p95_ms": p50_p95(took[name])}
+            for name in names
+        }
+        if label == "all":
+            reads: dict[str, list[float]] = {name: [] for name in names}
+            for i in range(min(len(t) for t in tops.values())):
+                for name in names if i % 2 else names[::-1]:
+                    ms, _ = timed_ms(get_by_id, clients[name], tops[name][i])
+                    reads[name].append(ms)
+            for name in names:
+                report[label][name]["get_p50_p95_ms"] = p50_p95(reads[name])
+        print(label, report[label], flush=True)
+    return report
+
+
+def main() -> None:
+    """Parse the arguments, start both servers, compare, write the JSON report."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("data_dir", type=Path, help="a data dir bench perf --keep-data kept")
+    parser.add_argument("--size", type=int, required=True, help="its corpus size")
+    parser.add_argument("--a", type=Path, required=True, help="checkout of the first server")
+    parser.add_argument("--b", type=Path, required=True, help="checkout of the second server")
+    parser.add_argument("--questions", type=int, default=250, help="questions per filter")
+    parser.add_argument("--seed", type=int, default=100, help="which questions (0: bench perf's)")
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args()
+    checkouts = {"a": args.a.resolve(), "b": args.b.resolve()}
+    if checkouts["a"] == checkouts["b"]:
+        parser.error("--a and --b name the same checkout")
+    report: dict[str, Any] = {
+        "benchmark": "servers_ab",
+        "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": machine_line(),
+        "load_avg_1_5_15_at_start": [round(x, 2) for x in os.getloadavg()],
+        "memories": args.size,
+        "servers": {
+            name: {"checkout": str(path), "commit": checkout_commit(path / "tribal_memory")}
+            for name, path in checkouts.items()
+        },
+        "units": "ms, lower is better; every question asked of both servers in turn",
+    }
+    with contextlib.ExitStack() as stack:
+        clients: dict[str, httpx.Client] = {}
+        for name, path in checkouts.items():
+            tmp = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+            data_dir = tmp / "data"
+            shutil.copytree(args.data_dir, data_dir)
+            server = ServerProcess(data_dir, tmp / "log", env={"PYTHONPATH": str(path)})
+            stack.enter_context(server)
+            client = httpx.Client(base_url=server.base_url, timeout=600.0)
+            clients[name] = stack.enter_context(client)
+        report.update(compare(clients, generate(args.size, 0), args.questions, args.seed))
+    report["load_avg_1_5_15_at_end"] = [round(x, 2) for x in os.getloadavg()]
+    report["command"] = (
+        f"python benchmarks/servers_ab.py {args.data_dir} --size {args.size} --a {args.a} "
+        f"--b {args.b} --questions {args.questions} --seed {args.seed} --out {args.out}"
+    )
+    write_report(report, args.out)
+
+
+if __name__ == "__main__":
+    main()
