@@ -418,13 +418,23 @@ class LanceSearch:
             # An exclusion alone (every search leaves summaries out) blocks rows
             # rather than listing those it passes: filtering first costs little.
             if owner_and_kind_only(filters) and (filters.owner is not None or filters.kinds):
-                wide = postfilter_rows(k, await self.passing(where), await self.passing(None))
+                wide = postfilter_rows(k, await self.passing(where), await self._rows_now())
             if wide is not None:
                 ranked = await self._bm25(query, wide).where(where).postfilter().to_arrow()
                 if ranked.num_rows >= k:
                     return ranked.slice(0, k)
             return await self._bm25(query, k).where(where).to_arrow()
         return await self._bm25(query, k).to_arrow()
+
+    async def _rows_now(self) -> int:
+        """The table's rows: the kept count, else counted (metadata only) and not kept.
+
+        A count kept by a search could predate another replica's write that
+        this handle already shows, and ``/v1/stats`` reads the kept count of
+        all rows: only a caller of the count itself keeps it.
+        """
+        kept = self._counts.get(None)
+        return kept if kept is not None else int(await self._handle.table.count_rows())
 
     def _bm25(self, query: str, k: int) -> AsyncFTSQuery:
         """The top-``k`` BM25 query of ``query`` over ``content``, selecting scores and row ids."""
