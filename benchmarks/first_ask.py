@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
@@ -34,6 +33,7 @@ from tribal_memory.base.config import DEFAULT_ROW_KEYS_MAX_ROWS
 from tribal_memory.bench.perf_corpus import generate, questions
 from tribal_memory.bench.perf_http import check_response, p50_p95, search_call, timed
 from tribal_memory.bench.perf_server import ServerProcess
+from tribal_memory.bench.report import load_average
 from tribal_memory.store.lance_footprint import data_file_formats
 
 KEY_TABLE_VARIANTS = {"key_table": str(DEFAULT_ROW_KEYS_MAX_ROWS), "keys_by_row_id": "0"}
@@ -99,7 +99,7 @@ def main() -> None:
     report: dict[str, Any] = {
         "benchmark": "first_ask",
         "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "load_avg_1_5_15_at_start": [round(x, 2) for x in os.getloadavg()],
+        "load_avg_1_5_15_at_start": load_average(),
         "memories": args.size,
         "questions": len(asked),
         "runs": [],
@@ -111,7 +111,7 @@ def main() -> None:
                 {"variant": name, "data_dir": str(data_dir), "repeat": repeat, "rounds": found}
             )
             print(name, repeat, found, flush=True)
-    report["load_avg_1_5_15_at_end"] = [round(x, 2) for x in os.getloadavg()]
+    report["load_avg_1_5_15_at_end"] = load_average()
     report["command"] = (
         f"python benchmarks/first_ask.py {args.data_dir} --size {args.size} "
         f"--questions {args.questions} --rounds {args.rounds} --repeats {args.repeats} "

@@ -29,8 +29,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import shutil
 import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
@@ -49,7 +47,7 @@ from tribal_memory.bench.perf_http import (
     wait_until_indexed,
 )
 from tribal_memory.bench.perf_server import ServerProcess
-from tribal_memory.bench.report import checkout_commit
+from tribal_memory.bench.report import checkout_commit, copied_data_dir, load_average
 from tribal_memory.store.lance_index import ann_state
 from tribal_memory.store.lance_rows import TABLE
 from tribal_memory.store.lance_table import read_ivf_segments
@@ -136,13 +134,11 @@ def main() -> None:
         "label": args.label,
         "commit": checkout_commit(Path(tribal_memory.__file__).parent),
         "at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "load_avg_1_5_15_at_start": [round(x, 2) for x in os.getloadavg()],
+        "load_avg_1_5_15_at_start": load_average(),
     }
-    with tempfile.TemporaryDirectory(prefix="tribal-cycles-") as tmp:
-        copy = Path(tmp) / "data"
-        shutil.copytree(args.data_dir, copy)
+    with copied_data_dir(args.data_dir) as copy:
         run["steps"] = cycles(copy, asked, new, args.cycles, args.rows)
-    run["load_avg_1_5_15_at_end"] = [round(x, 2) for x in os.getloadavg()]
+    run["load_avg_1_5_15_at_end"] = load_average()
     report: dict[str, Any] = (
         json.loads(args.out.read_text())
         if args.out.exists()

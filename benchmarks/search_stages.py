@@ -31,19 +31,15 @@ given, so the learned parts have nothing to add (as for a new question).
 from __future__ import annotations
 
 import argparse
-import os
-import shutil
-import tempfile
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from tribal_memory import MemoryService, SearchFilters, Settings
 from tribal_memory.bench.metrics import percentile
 from tribal_memory.bench.perf_corpus import FILTER_OWNER, SMALL_OWNER, generate, questions
-from tribal_memory.bench.report import checkout_commit, machine_line, write_report
+from tribal_memory.bench.report import copied_data_dir, load_average, report_header, write_report
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
 
 STAGES = ("read_state", "start", "signals", "fuse", "rank", "calibrate")
@@ -121,26 +117,22 @@ def main() -> None:
     args = parser.parse_args()
     facts = generate(args.size, 0)
     report: dict[str, Any] = {
-        "benchmark": "search_stages",
-        "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "machine": machine_line(),
-        "commit": checkout_commit(Path(__file__)),
-        "load_avg_1_5_15_at_start": [round(x, 2) for x in os.getloadavg()],
+        **report_header("search_stages", Path(__file__)),
         "memories": args.size,
         "units": "ms of wall time (cpu: of the process, every thread); lower is better",
     }
-    with tempfile.TemporaryDirectory() as tmp:
-        data_dir = Path(tmp) / "data"
-        shutil.copytree(args.data_dir, data_dir)
-        with MemoryService(Settings(data_dir=data_dir)) as service:
-            records = timed_stages(service)
-            for label, owner in FILTERS.items():
-                # Seed 11: not the questions bench perf asked (seed 0), so none is cached.
-                asked = questions(facts, args.questions, 11, owner=owner)
-                report[label] = ask(service, asked, owner, records)
-                print(label, report[label], flush=True)
+    with (
+        copied_data_dir(args.data_dir) as data_dir,
+        MemoryService(Settings(data_dir=data_dir)) as service,
+    ):
+        records = timed_stages(service)
+        for label, owner in FILTERS.items():
+            # Seed 11: not the questions bench perf asked (seed 0), so none is cached.
+            asked = questions(facts, args.questions, 11, owner=owner)
+            report[label] = ask(service, asked, owner, records)
+            print(label, report[label], flush=True)
     report["embed_p50_ms"] = embed_p50(questions(facts, args.questions, 12))
-    report["load_avg_1_5_15_at_end"] = [round(x, 2) for x in os.getloadavg()]
+    report["load_avg_1_5_15_at_end"] = load_average()
     report["command"] = (
         f"python benchmarks/search_stages.py {args.data_dir} --size {args.size} "
         f"--questions {args.questions} --out {args.out}"

@@ -20,11 +20,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
-import shutil
 import tempfile
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +31,13 @@ from tribal_memory.bench.metrics import percentile
 from tribal_memory.bench.perf_corpus import FILTER_OWNER, SMALL_OWNER, generate, questions
 from tribal_memory.bench.perf_http import get_by_id, search_call
 from tribal_memory.bench.perf_server import ServerProcess
-from tribal_memory.bench.report import checkout_commit, machine_line, write_report
+from tribal_memory.bench.report import (
+    checkout_commit,
+    copied_data_dir,
+    load_average,
+    report_header,
+    write_report,
+)
 
 FILTERS: dict[str, tuple[dict[str, Any], str | None]] = {
     "all": ({}, None),
@@ -110,10 +113,7 @@ def main() -> None:
     if checkouts["a"] == checkouts["b"]:
         parser.error("--a and --b name the same checkout")
     report: dict[str, Any] = {
-        "benchmark": "servers_ab",
-        "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "machine": machine_line(),
-        "load_avg_1_5_15_at_start": [round(x, 2) for x in os.getloadavg()],
+        **report_header("servers_ab"),
         "memories": args.size,
         "servers": {
             name: {"checkout": str(path), "commit": checkout_commit(path / "tribal_memory")}
@@ -124,15 +124,14 @@ def main() -> None:
     with contextlib.ExitStack() as stack:
         clients: dict[str, httpx.Client] = {}
         for name, path in checkouts.items():
-            tmp = Path(stack.enter_context(tempfile.TemporaryDirectory()))
-            data_dir = tmp / "data"
-            shutil.copytree(args.data_dir, data_dir)
-            server = ServerProcess(data_dir, tmp / "log", env={"PYTHONPATH": str(path)})
+            data_dir = stack.enter_context(copied_data_dir(args.data_dir))
+            logs = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+            server = ServerProcess(data_dir, logs / "log", env={"PYTHONPATH": str(path)})
             stack.enter_context(server)
             client = httpx.Client(base_url=server.base_url, timeout=600.0)
             clients[name] = stack.enter_context(client)
         report.update(compare(clients, generate(args.size, 0), args.questions, args.seed))
-    report["load_avg_1_5_15_at_end"] = [round(x, 2) for x in os.getloadavg()]
+    report["load_avg_1_5_15_at_end"] = load_average()
     report["command"] = (
         f"python benchmarks/servers_ab.py {args.data_dir} --size {args.size} --a {args.a} "
         f"--b {args.b} --questions {args.questions} --seed {args.seed} --out {args.out}"

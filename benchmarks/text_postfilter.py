@@ -20,18 +20,14 @@ the BM25-alone search; a search also leaves summaries out
 from __future__ import annotations
 
 import argparse
-import os
-import shutil
-import tempfile
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from tribal_memory import MemoryService, SearchFilters, Settings
 from tribal_memory.bench.metrics import percentile
 from tribal_memory.bench.perf_corpus import FILTER_OWNER, SMALL_OWNER, generate, questions
-from tribal_memory.bench.report import checkout_commit, machine_line, write_report
+from tribal_memory.bench.report import copied_data_dir, load_average, report_header, write_report
 from tribal_memory.store import lance_search
 from tribal_memory.store.lance_rows import filter_sql
 
@@ -89,26 +85,22 @@ def main() -> None:
     args = parser.parse_args()
     facts = generate(args.size, 0)
     report: dict[str, Any] = {
-        "benchmark": "text_postfilter",
-        "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "machine": machine_line(),
-        "commit": checkout_commit(Path(__file__)),
-        "load_avg_1_5_15_at_start": [round(x, 2) for x in os.getloadavg()],
+        **report_header("text_postfilter", Path(__file__)),
         "memories": args.size,
         "postfilter_min_passing": lance_search.POSTFILTER_MIN_PASSING,
         "postfilter_max_rows": lance_search.POSTFILTER_MAX_ROWS,
         "units": "ms of wall time, lower is better; questions alternate between the ways",
     }
-    with tempfile.TemporaryDirectory() as tmp:
-        data_dir = Path(tmp) / "data"
-        shutil.copytree(args.data_dir, data_dir)
-        with MemoryService(Settings(data_dir=data_dir)) as service:
-            for seed, (label, filters) in enumerate(FILTERS.items(), 21):
-                # Not the questions bench perf asked (seed 0): none is cached.
-                asked = questions(facts, args.questions, seed, owner=filters.owner)
-                report[label] = compare(service, asked, filters)
-                print(label, report[label], flush=True)
-    report["load_avg_1_5_15_at_end"] = [round(x, 2) for x in os.getloadavg()]
+    with (
+        copied_data_dir(args.data_dir) as data_dir,
+        MemoryService(Settings(data_dir=data_dir)) as service,
+    ):
+        for seed, (label, filters) in enumerate(FILTERS.items(), 21):
+            # Not the questions bench perf asked (seed 0): none is cached.
+            asked = questions(facts, args.questions, seed, owner=filters.owner)
+            report[label] = compare(service, asked, filters)
+            print(label, report[label], flush=True)
+    report["load_avg_1_5_15_at_end"] = load_average()
     report["command"] = (
         f"python benchmarks/text_postfilter.py {args.data_dir} --size {args.size} "
         f"--questions {args.questions} --out {args.out}"

@@ -16,7 +16,8 @@ from lancedb.query import AsyncFTSQuery
 
 from tribal_memory.base.models import SearchFilters
 from tribal_memory.store import lance_search
-from tribal_memory.store.lance_search import POSTFILTER_MAX_ROWS, postfilter_rows
+from tribal_memory.store.lance_rows import lists_owner_or_kinds
+from tribal_memory.store.lance_search import postfilter_rows
 from tribal_memory.store.lancedb import LanceMemoryStore
 
 ROWS = 400
@@ -97,4 +98,14 @@ def test_how_many_rows_are_ranked_before_filtering() -> None:
     assert postfilter_rows(150, 500_000, 1_000_000) == 600
     assert postfilter_rows(150, 40_000, 1_000_000) is None  # over POSTFILTER_MAX_ROWS
     assert postfilter_rows(10, 40_000, 1_000_000) == 500
-    assert postfilter_rows(150, 1_000_000, 1_000_000) <= POSTFILTER_MAX_ROWS
+    assert postfilter_rows(150, 1_000_000, 1_000_000) == 300  # all pass: twice k
+    assert postfilter_rows(150, 30_000, 0) is None  # no rows counted: filter first
+
+
+def test_which_filters_list_the_rows_they_pass() -> None:
+    assert lists_owner_or_kinds(SearchFilters(owner="ada"))
+    assert lists_owner_or_kinds(SearchFilters(owner="ada", include_shared=False))
+    assert lists_owner_or_kinds(SearchFilters(kinds=("fact",), exclude_kinds=("summary",)))
+    assert not lists_owner_or_kinds(SearchFilters())
+    assert not lists_owner_or_kinds(SearchFilters(exclude_kinds=("summary",)))
+    assert not lists_owner_or_kinds(SearchFilters(owner="ada", tags=("tea",)))

@@ -116,6 +116,17 @@ def owner_and_kind_only(filters: SearchFilters) -> bool:
     return rest == _NO_FILTER
 
 
+def lists_owner_or_kinds(filters: SearchFilters) -> bool:
+    """Whether ``filters`` lists the rows it passes by owner or kinds and nothing else.
+
+    :func:`owner_and_kind_only` with an owner or kinds set: such a filter may
+    pass few rows of a large table. An exclusion of kinds alone (every search
+    leaves summaries out) blocks rows rather than listing those it passes, and
+    filters on any other field do not count.
+    """
+    return owner_and_kind_only(filters) and (filters.owner is not None or bool(filters.kinds))
+
+
 _NO_FILTER = SearchFilters()
 
 

@@ -31,9 +31,9 @@ from tribal_memory.store.lance_rows import (
     COLUMNS,
     filter_sql,
     in_list,
+    lists_owner_or_kinds,
     memory_rows,
     nearest_rows,
-    owner_and_kind_only,
     to_memory,
     vectors_of,
 )
@@ -405,8 +405,8 @@ class LanceSearch:
     async def _text_answer(self, query: str, filters: SearchFilters, k: int) -> pa.Table:
         """The best ``k`` BM25 rows passing ``filters``: ``_score`` and ``_rowid``, best first.
 
-        A filter on owner or kinds (:func:`~.lance_rows.owner_and_kind_only`,
-        an owner or kinds set) passing many rows is applied to the table's best
+        A filter listing rows by owner or kinds
+        (:func:`~.lance_rows.lists_owner_or_kinds`) passing many rows is applied to the table's best
         :func:`postfilter_rows` rows after ranking them, when at least ``k``
         of those pass: the same rows as filtering first, up to the order of
         equal scores (a row ranked below them all scores no more than the
@@ -415,9 +415,8 @@ class LanceSearch:
         where = filter_sql(filters)
         if where:
             wide = None
-            # An exclusion alone (every search leaves summaries out) blocks rows
-            # rather than listing those it passes: filtering first costs little.
-            if owner_and_kind_only(filters) and (filters.owner is not None or filters.kinds):
+            # Filtering first costs little for an exclusion alone (see the predicate).
+            if lists_owner_or_kinds(filters):
                 wide = postfilter_rows(k, await self.passing(where), await self._rows_now())
             if wide is not None:
                 ranked = await self._bm25(query, wide).where(where).postfilter().to_arrow()
