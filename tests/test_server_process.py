@@ -152,3 +152,33 @@ def test_the_browser_probe_is_refused_by_a_real_server(server: str) -> None:
         )
         assert foreign.status_code == 403 and foreign.json()["error"] == "forbidden_origin"
         assert client.get("/v1/stats").json()["memories"] == 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("access_log", ["true", "false"])
+def test_the_access_log_follows_the_setting(tmp_path: Path, access_log: str) -> None:
+    port = free_port()
+    process = ServerProcess(
+        ["-m", "tribal_memory.interfaces.api.server"],
+        log_path=tmp_path / "server.log",
+        port=port,
+        env={
+            "TRIBAL_DATA_DIR": str(tmp_path / "data"),
+            "TRIBAL_PORT": str(port),
+            "TRIBAL_ACCESS_LOG": access_log,
+        },
+        startup_timeout_s=STARTUP_TIMEOUT_S,
+    )
+    try:
+        process.start()
+    except ServerStartError as exc:
+        pytest.fail(f"{exc.detail}:\n{process.log_text()}")
+    try:
+        with httpx.Client(base_url=process.base_url, timeout=30.0) as client:
+            searched = client.post("/v1/search", json={"query": "where is the VPN gateway"})
+            assert searched.status_code == 200
+    finally:
+        process.stop()
+    output = process.log_text()
+    assert "Application startup complete" in output  # the server's own lines stay
+    assert ('"POST /v1/search HTTP/1.1" 200' in output) == (access_log == "true")

@@ -71,6 +71,8 @@ def run(settings: Settings, *, workers: Sequence[Worker] = ()) -> None:
     starts, so a bad data dir or model fails here, as an exception, instead of
     as a traceback in uvicorn's startup log. The loaded model is handed to the app.
     ``workers`` run beside the server on its service (see :func:`create_app`).
+    Uvicorn parses HTTP with httptools and runs its event loop on uvloop (both
+    dependencies; uvloop not on Windows, where asyncio's loop serves).
 
     Raises:
         EmbeddingError: the embedding model cannot be loaded.
@@ -93,6 +95,7 @@ def run(settings: Settings, *, workers: Sequence[Worker] = ()) -> None:
         port=settings.port,
         log_level="info",
         log_config=log_config(),
+        access_log=settings.access_log,
     )
 
 
