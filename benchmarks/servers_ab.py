@@ -9,8 +9,9 @@ own copy of a data dir ``bench perf --keep-data`` kept, and asks every
 question of both, alternating which goes first, so both meet the same
 machine load. Per filter (the whole store, ``bench perf``'s 5% and 1%
 owners): each server's search p50 / p95 over HTTP and of its own
-``took_ms``; then ``GET /v1/memories/{id}`` of each search's top hit. ms,
-lower is better.
+``took_ms``; then ``GET /v1/memories/{id}`` of each search's top hit; then
+``GET /health`` and a query-cache hit (the request path beside the search).
+ms, lower is better.
 
     python benchmarks/servers_ab.py /tmp/kept1m/data-1000000 --size 1000000 \\
         --a /tmp/before --b . --out /tmp/servers-ab.json
@@ -29,7 +30,7 @@ import httpx
 
 from tribal_memory.bench.metrics import percentile
 from tribal_memory.bench.perf_corpus import FILTER_OWNER, SMALL_OWNER, generate, questions
-from tribal_memory.bench.perf_http import get_by_id, search_call
+from tribal_memory.bench.perf_http import get_by_id, make_cached, search_call
 from tribal_memory.bench.perf_server import ServerProcess
 from tribal_memory.bench.report import (
     checkout_commit,
@@ -95,6 +96,38 @@ def compare(
             for name in names:
                 report[label][name]["get_p50_p95_ms"] = p50_p95(reads[name])
         print(label, report[label], flush=True)
+    report["request_path"] = request_path(clients, count, facts[0].content)
+    print("request_path", report["request_path"], flush=True)
+    return report
+
+
+def request_path(clients: dict[str, httpx.Client], count: int, question: str) -> dict[str, Any]:
+    """Per server, ``GET /health`` and a query-cache hit, ``count`` each, asked in turn.
+
+    The health check has no handler thread and no store; the cache hit is a
+    ``POST /v1/search`` answered from the query cache: between them, what the
+    request path costs beyond the search. ``question`` is made cache-eligible
+    on each server first (three searches with feedback, as ``bench perf`` does).
+    """
+    names = list(clients)
+    for client in clients.values():
+        make_cached(client, question)
+    calls = {
+        "health": {name: (lambda c=c: c.get("/health")) for name, c in clients.items()},
+        "cache_hit": {
+            name: (lambda c=c: search_call(c, {}, expect_cached=True)(question))
+            for name, c in clients.items()
+        },
+    }
+    report: dict[str, Any] = {}
+    for kind, per_server in calls.items():
+        wall: dict[str, list[float]] = {name: [] for name in names}
+        for i in range(count + WARMUP):
+            for name in names if i % 2 else names[::-1]:
+                ms, _ = timed_ms(per_server[name])
+                if i >= WARMUP:
+                    wall[name].append(ms)
+        report[kind] = {name: {"p50_p95_ms": p50_p95(wall[name])} for name in names}
     return report
 
 
