@@ -406,11 +406,12 @@ class LanceSearch:
         """The best ``k`` BM25 rows passing ``filters``: ``_score`` and ``_rowid``, best first.
 
         A filter listing rows by owner or kinds
-        (:func:`~.lance_rows.lists_owner_or_kinds`) passing many rows is applied to the table's best
-        :func:`postfilter_rows` rows after ranking them, when at least ``k``
-        of those pass: the same rows as filtering first, up to the order of
-        equal scores (a row ranked below them all scores no more than the
-        ``k``-th). Otherwise, and when fewer pass, the filter comes first.
+        (:func:`~.lance_rows.lists_owner_or_kinds`) passing many rows is
+        applied to the table's best :func:`postfilter_rows` rows after ranking
+        them, when at least ``k`` of those pass: the same rows as filtering
+        first, up to the order of equal scores (a row ranked below them all
+        scores no more than the ``k``-th). Otherwise, and when fewer pass, the
+        filter comes first.
         """
         where = filter_sql(filters)
         if where:
