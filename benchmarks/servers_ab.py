@@ -1,9 +1,8 @@
 """Two checkouts' servers side by side over HTTP, each question asked of both in turn.
 
-In-process scripts and a server disagree about what LanceDB's queries cost
-(a ``take`` of ten rows at 10k: 3.6 ms in a script, about 1.5 inside a
-server; an owner-filtered BM25 search at 1M: 60 against 45 ms), so a change
-that pays in a script may not pay over HTTP. This starts one server per
+In-process scripts and a server disagree about what some searches cost (an
+owner-filtered BM25 search at 1M: 60 ms in a script against 45 in a server),
+so a change that pays in a script may not pay over HTTP. This starts one server per
 checkout (``--a`` and ``--b``, each server's ``PYTHONPATH``), each on its
 own copy of a data dir ``bench perf --keep-data`` kept, and asks every
 question of both, alternating which goes first, so both meet the same
