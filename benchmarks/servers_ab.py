@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import tempfile
 import time
 from pathlib import Path
@@ -114,7 +115,7 @@ def request_path(clients: dict[str, httpx.Client], count: int, question: str) ->
     calls = {
         "health": {name: (lambda c=c: c.get("/health")) for name, c in clients.items()},
         "cache_hit": {
-            name: (lambda c=c: search_call(c, {}, expect_cached=True)(question))
+            name: functools.partial(search_call(c, {}, expect_cached=True), question)
             for name, c in clients.items()
         },
     }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -18,14 +19,19 @@ from tribal_memory.interfaces.api.server import limit_malloc_arenas
 STARTUP_TIMEOUT_S = 60.0
 
 
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[str]:
-    """Base URL of a server process over a temp data dir; terminated afterwards."""
+@contextlib.contextmanager
+def _running(tmp_path: Path, **settings: str) -> Iterator[ServerProcess]:
+    """The API server module over a temp data dir: started, yielded, then stopped.
+
+    ``settings``: more ``TRIBAL_*`` environment variables. A server that does
+    not start fails the test with its log.
+    """
     port = free_port()
     env = {
         "TRIBAL_DATA_DIR": str(tmp_path / "data"),
         "TRIBAL_PORT": str(port),
         "TRIBAL_HOST": "127.0.0.1",
+        **settings,
     }
     process = ServerProcess(
         ["-m", "tribal_memory.interfaces.api.server"],
@@ -39,9 +45,16 @@ def server(tmp_path: Path) -> Iterator[str]:
     except ServerStartError as exc:
         pytest.fail(f"{exc.detail}:\n{process.log_text()}")
     try:
-        yield process.base_url
+        yield process
     finally:
         process.stop()
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[str]:
+    """Base URL of a server process over a temp data dir; terminated afterwards."""
+    with _running(tmp_path) as process:
+        yield process.base_url
     output = process.log_text()
     # uvicorn shuts down gracefully on SIGTERM, then re-raises it (exit -15) or exits 0.
     assert process.returncode in (0, -signal.SIGTERM), output
@@ -157,28 +170,12 @@ def test_the_browser_probe_is_refused_by_a_real_server(server: str) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("access_log", ["true", "false"])
 def test_the_access_log_follows_the_setting(tmp_path: Path, access_log: str) -> None:
-    port = free_port()
-    process = ServerProcess(
-        ["-m", "tribal_memory.interfaces.api.server"],
-        log_path=tmp_path / "server.log",
-        port=port,
-        env={
-            "TRIBAL_DATA_DIR": str(tmp_path / "data"),
-            "TRIBAL_PORT": str(port),
-            "TRIBAL_ACCESS_LOG": access_log,
-        },
-        startup_timeout_s=STARTUP_TIMEOUT_S,
-    )
-    try:
-        process.start()
-    except ServerStartError as exc:
-        pytest.fail(f"{exc.detail}:\n{process.log_text()}")
-    try:
-        with httpx.Client(base_url=process.base_url, timeout=30.0) as client:
-            searched = client.post("/v1/search", json={"query": "where is the VPN gateway"})
-            assert searched.status_code == 200
-    finally:
-        process.stop()
+    with (
+        _running(tmp_path, TRIBAL_ACCESS_LOG=access_log) as process,
+        httpx.Client(base_url=process.base_url, timeout=30.0) as client,
+    ):
+        searched = client.post("/v1/search", json={"query": "where is the VPN gateway"})
+        assert searched.status_code == 200
     output = process.log_text()
     assert "Application startup complete" in output  # the server's own lines stay
     assert ('"POST /v1/search HTTP/1.1" 200' in output) == (access_log == "true")
