@@ -49,9 +49,8 @@ class _Rows:
     is the last one appended to (``used == n``) and they fit. Otherwise, as
     after a deletion or when two reads start from the same copy, the rows are
     copied into a new buffer with :data:`HEADROOM` to spare. Without it every
-    write copied all the vectors (19 MB at 12.5k rows): merging a write of
-    256 rows took 13-24 ms in-process, where the whole read of such a write
-    now takes 5-8 ms (:meth:`VectorMirror._read`).
+    write copied all the vectors (19 MB at 12.5k rows; merging a write of 256
+    rows took 13-24 ms in-process, against 2-3 now).
     """
 
     __slots__ = ("array", "used")
@@ -295,30 +294,33 @@ class VectorMirror:
     async def _read(self, version: int) -> _Copy | None:
         """Bring the copy to ``version``; None when the table is too large or changes meanwhile.
 
-        Only the rows the copy lacks are read: those with a row id above the
-        copy's highest (LanceDB numbers a write's rows after every row before
-        it). When the count shows that some of the copy's rows are gone
-        besides, the row ids are listed to find which; a compaction, which
-        moves every row, is a read of all. After a write of 256 rows at 12.5k
-        this took 5-8 ms in-process; listing every row id and taking the new
-        rows by id took 33-117 ms (13-22 without the copy of every vector).
+        Only the rows the copy lacks are read (by row id, after one scan of
+        the row ids): a write costs a read of its own rows, a compaction
+        (which moves every row) a read of all.
         """
         table = self._handle.table
         try:
-            rows = await table.count_rows()
-            if rows > self.max_rows:
+            if await table.count_rows() > self.max_rows:
                 self._too_large, self._copy = version, None
                 return None
+            listed = await table.query().select(["chunk_index"]).with_row_id().to_arrow()
+            ids = row_ids(listed)
             base = self._copy or _Copy.empty()
             known = len(base.row_ids)
-            query = table.query().select([*KEY_COLUMNS, "kind", "vector"]).with_row_id()
-            if known:
-                query = query.where(f"_rowid > {int(base.row_ids.max())}")
-            added = await query.to_arrow()
-            kept: np.ndarray | None = None  # all the copy's rows are still there
-            if known + added.num_rows != rows:
-                listed = await table.query().select(["chunk_index"]).with_row_id().to_arrow()
-                kept = np.isin(base.row_ids, row_ids(listed))
+            kept: np.ndarray | None = None  # all rows of the copy are still there
+            # Rows are listed in the order the copy holds them, new ones after:
+            # after a write, the copy's rows are the list's first ones.
+            if len(ids) >= known and np.array_equal(ids[:known], base.row_ids):
+                missing = ids[known:].tolist()
+            else:
+                kept = np.isin(base.row_ids, ids)
+                missing = ids[~np.isin(ids, base.row_ids)].tolist()
+            columns = [*KEY_COLUMNS, "kind", "vector"]
+            added = (
+                await table.take_row_ids(missing).select(columns).with_row_id().to_arrow()
+                if missing
+                else None
+            )
             if await table.version() != version:
                 return None
             self._copy = base.merged(version, kept, added)
