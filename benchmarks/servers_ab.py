@@ -10,7 +10,12 @@ machine load. Per filter (the whole store, ``bench perf``'s 5% and 1%
 owners): each server's search p50 / p95 over HTTP and of its own
 ``took_ms``; then ``GET /v1/memories/{id}`` of each search's top hit; then
 ``GET /health`` and a query-cache hit (the request path beside the search).
-ms, lower is better.
+ms, lower is better. With ``--captures N``, last: ``N`` batches of 256 new
+facts captured on both servers in turn with the near-duplicate check on, each
+batch's texts embedded in this process first (raw embedding, as ``bench
+perf`` compares capture with); per server the batch's seconds and captures/s
+against raw embedding/s (higher is better). ``--questions 0`` skips the
+searches.
 
     python benchmarks/servers_ab.py /tmp/kept1m/data-1000000 --size 1000000 \\
         --a /tmp/before --b . --out /tmp/servers-ab.json
@@ -23,14 +28,22 @@ import contextlib
 import functools
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
 
+from tribal_memory.base.config import Settings
 from tribal_memory.bench.metrics import percentile
 from tribal_memory.bench.perf_corpus import FILTER_OWNER, SMALL_OWNER, generate, questions
-from tribal_memory.bench.perf_http import get_by_id, make_cached, search_call
+from tribal_memory.bench.perf_http import (
+    CAPTURE_BATCH,
+    check_response,
+    get_by_id,
+    make_cached,
+    search_call,
+)
 from tribal_memory.bench.perf_server import ServerProcess
 from tribal_memory.bench.report import (
     checkout_commit,
@@ -39,6 +52,8 @@ from tribal_memory.bench.report import (
     report_header,
     write_report,
 )
+from tribal_memory.embeddings.base import Embedder
+from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
 
 FILTERS: dict[str, tuple[dict[str, Any], str | None]] = {
     "all": ({}, None),
@@ -47,6 +62,8 @@ FILTERS: dict[str, tuple[dict[str, Any], str | None]] = {
 }
 """Label: (the search body's filter fields, the owner whose questions are asked)."""
 WARMUP = 30
+CAPTURE_OFFSET = 20_000
+"""The captured facts start this far past the store's corpus (``bench perf`` captured some)."""
 
 
 def p50_p95(values: list[float]) -> list[float]:
@@ -112,8 +129,8 @@ def request_path(clients: dict[str, httpx.Client], count: int, question: str) ->
     names = list(clients)
     for client in clients.values():
         make_cached(client, question)
-    calls = {
-        "health": {name: (lambda c=c: c.get("/health")) for name, c in clients.items()},
+    calls: dict[str, dict[str, Callable[[], Any]]] = {
+        "health": {name: functools.partial(c.get, "/health") for name, c in clients.items()},
         "cache_hit": {
             name: functools.partial(search_call(c, {}, expect_cached=True), question)
             for name, c in clients.items()
@@ -131,6 +148,50 @@ def request_path(clients: dict[str, httpx.Client], count: int, question: str) ->
     return report
 
 
+def captures(
+    clients: dict[str, httpx.Client], embedder: Embedder, facts: list[Any], batches: int
+) -> dict[str, Any]:
+    """Per server, seconds per captured batch (p50 / p95) and captures/s over raw embedding/s.
+
+    ``facts`` are new to both stores; each batch goes to both servers in
+    turn (alternating which first) after its raw embedding in this process;
+    the first batch is a warm-up, not timed. A fact a store already holds
+    is reported ``exists`` and still counted: the ratio compares the same
+    texts on both servers.
+    """
+    names = list(clients)
+    embed_s: list[float] = []
+    capture_s: dict[str, list[float]] = {name: [] for name in names}
+    for number in range(batches + 1):
+        chunk = facts[number * CAPTURE_BATCH : (number + 1) * CAPTURE_BATCH]
+        body = {"memories": [{"content": f.content, "owner": f.owner} for f in chunk]}
+        started = time.perf_counter()
+        embedder.embed_batch([f.content for f in chunk])
+        embedded = time.perf_counter() - started
+        for name in names if number % 2 else names[::-1]:
+            post = functools.partial(clients[name].post, "/v1/memories/batch", json=body)
+            ms, response = timed_ms(post)
+            check_response(response, "batch capture")
+            if number:
+                capture_s[name].append(ms / 1000)
+        if number:
+            embed_s.append(embedded)
+    return {
+        "batch": CAPTURE_BATCH,
+        "batches": batches,
+        "embed_s_p50": round(percentile(embed_s, 50), 3),
+        "embed_s": [round(x, 3) for x in embed_s],
+        **{
+            name: {
+                "capture_s_p50_p95": [round(percentile(capture_s[name], q), 3) for q in (50, 95)],
+                "capture_vs_embed": round(sum(embed_s) / sum(capture_s[name]), 3),
+                "capture_s": [round(x, 3) for x in capture_s[name]],
+            }
+            for name in names
+        },
+    }
+
+
 def main() -> None:
     """Parse the arguments, start both servers, compare, write the JSON report."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -140,6 +201,7 @@ def main() -> None:
     parser.add_argument("--b", type=Path, required=True, help="checkout of the second server")
     parser.add_argument("--questions", type=int, default=250, help="questions per filter")
     parser.add_argument("--seed", type=int, default=100, help="which questions (0: bench perf's)")
+    parser.add_argument("--captures", type=int, default=0, help="capture batches (0: none)")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     checkouts = {"a": args.a.resolve(), "b": args.b.resolve()}
@@ -163,11 +225,25 @@ def main() -> None:
             stack.enter_context(server)
             client = httpx.Client(base_url=server.base_url, timeout=600.0)
             clients[name] = stack.enter_context(client)
-        report.update(compare(clients, generate(args.size, 0), args.questions, args.seed))
+        facts = generate(args.size, 0)
+        if args.questions:
+            report.update(compare(clients, facts, args.questions, args.seed))
+        if args.captures:
+            settings = Settings()
+            embedder = FastEmbedEmbedder(
+                threads=settings.embedding_threads,
+                query_threads=settings.embedding_query_threads,
+            )
+            new = generate(args.size + CAPTURE_OFFSET + (args.captures + 1) * CAPTURE_BATCH, 0)
+            report["captures"] = captures(
+                clients, embedder, new[args.size + CAPTURE_OFFSET :], args.captures
+            )
+            print("captures", report["captures"], flush=True)
     report["load_avg_1_5_15_at_end"] = load_average()
     report["command"] = (
         f"python benchmarks/servers_ab.py {args.data_dir} --size {args.size} --a {args.a} "
-        f"--b {args.b} --questions {args.questions} --seed {args.seed} --out {args.out}"
+        f"--b {args.b} --questions {args.questions} --seed {args.seed} "
+        f"--captures {args.captures} --out {args.out}"
     )
     write_report(report, args.out)
 
