@@ -449,3 +449,32 @@ def test_priors_after_each_change_equal_the_sums_sql_computes(db: Database) -> N
                 )
             )
         check()
+
+
+def _bump(db: Database, name: str) -> None:
+    """One committed change of ``name``'s counter, through a cache row (its trigger)."""
+    rng = random.Random(len(name))
+    with db.session() as session:
+        session.add(_entry(f"bump-{_generation(db, name)}", rng))
+
+
+def test_the_counters_are_reread_after_any_connection_commits(tmp_path: Path) -> None:
+    engine = make_engine(tmp_path / "learned.sqlite3")
+    migrate(engine)
+    first, second = Database(engine), Database(make_engine(tmp_path / "learned.sqlite3"))
+    try:
+        statements: list[str] = []
+        event.listen(engine, "before_cursor_execute", lambda *a: statements.append(a[2]))
+        names = [COUNTER, "fact_anchors"]
+        assert first.generations(names) == {COUNTER: 0, "fact_anchors": 0}
+        read = len(statements)
+        assert first.generations(names) == {COUNTER: 0, "fact_anchors": 0}
+        assert len(statements) == read  # nothing committed since: not read again
+        _bump(first, COUNTER)  # this process, another pooled connection
+        assert first.generations(names)[COUNTER] == 1
+        _bump(second, COUNTER)  # another engine on the same file, as another process
+        assert first.generations(names)[COUNTER] == 2
+        assert first.generations([COUNTER]) == {COUNTER: 2}
+    finally:
+        first.close()
+        second.close()

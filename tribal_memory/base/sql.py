@@ -46,7 +46,7 @@ def read_generation(session: Session | Connection, name: str) -> int:
 _GENERATIONS = select(LearnedGenerationRow.name, LearnedGenerationRow.generation).where(
     LearnedGenerationRow.name.in_(bindparam("names", expanding=True))
 )
-"""Built once: :func:`read_generations` runs on every search."""
+"""Built once: :func:`read_generations` runs on a search's path."""
 
 
 def read_generations(session: Session | Connection, names: Sequence[str]) -> dict[str, int]:

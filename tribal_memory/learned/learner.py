@@ -22,7 +22,6 @@ from tribal_memory.base.db import Database
 from tribal_memory.base.errors import Conflict, InvalidInput, NotFound
 from tribal_memory.base.models import SHARED_OWNER, Memory, SearchFilters
 from tribal_memory.base.results import FeedbackResult, Hit
-from tribal_memory.base.sql import read_generations
 from tribal_memory.base.tables import utcnow
 from tribal_memory.embeddings.base import Embedder, Vector
 from tribal_memory.learned.adapter import AdapterFit
@@ -116,8 +115,9 @@ class Learner:
     def generations(self, scope: str) -> tuple[int, int, int, int]:
         """Change counters: ``scope``'s cache entries, anchors, the team's entries, the adapter.
 
-        One SQL statement; the in-memory learned indexes are rebuilt only
-        when their counter moved.
+        At most one SQL statement (none on SQLite while no connection has
+        committed since the last read: :meth:`Database.generations`); the
+        in-memory learned indexes are rebuilt only when their counter moved.
         """
         names = [
             self.cache.generation_name(scope),
@@ -125,8 +125,7 @@ class Learner:
             self.cache.generation_name(TEAM),
             adapter_generation(scope),
         ]
-        with self._db.reading() as connection:
-            found = read_generations(connection, names)
+        found = self._db.generations(names)
         return found[names[0]], found[names[1]], found[names[2]], found[names[3]]
 
     def close(self) -> None:
