@@ -528,7 +528,9 @@ class CommitWatch:
         """The current ``data_version``; None when it cannot be read (read what it guards)."""
         try:
             with self._lock:
-                return int(self._connection.execute("PRAGMA data_version").fetchone()[0])
+                # fetchall runs the statement to its end: no read transaction stays open
+                (row,) = self._connection.execute("PRAGMA data_version").fetchall()
+                return int(row[0])
         except sqlite3.Error:
             return None
 
