@@ -28,7 +28,7 @@ import contextlib
 import functools
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,12 +36,18 @@ import httpx
 
 from tribal_memory.base.config import Settings
 from tribal_memory.bench.metrics import percentile
-from tribal_memory.bench.perf_corpus import FILTER_OWNER, SMALL_OWNER, generate, questions
+from tribal_memory.bench.perf_corpus import (
+    FILTER_OWNER,
+    SMALL_OWNER,
+    Fact,
+    generate,
+    questions,
+)
 from tribal_memory.bench.perf_http import (
     CAPTURE_BATCH,
-    check_response,
     get_by_id,
     make_cached,
+    post_capture,
     search_call,
 )
 from tribal_memory.bench.perf_server import ServerProcess
@@ -149,7 +155,7 @@ def request_path(clients: dict[str, httpx.Client], count: int, question: str) ->
 
 
 def captures(
-    clients: dict[str, httpx.Client], embedder: Embedder, facts: list[Any], batches: int
+    clients: dict[str, httpx.Client], embedder: Embedder, facts: Sequence[Fact], batches: int
 ) -> dict[str, Any]:
     """Per server, seconds per captured batch (p50 / p95) and captures/s over raw embedding/s.
 
@@ -164,16 +170,13 @@ def captures(
     capture_s: dict[str, list[float]] = {name: [] for name in names}
     for number in range(batches + 1):
         chunk = facts[number * CAPTURE_BATCH : (number + 1) * CAPTURE_BATCH]
-        body = {"memories": [{"content": f.content, "owner": f.owner} for f in chunk]}
         started = time.perf_counter()
         embedder.embed_batch([f.content for f in chunk])
         embedded = time.perf_counter() - started
         for name in names if number % 2 else names[::-1]:
-            post = functools.partial(clients[name].post, "/v1/memories/batch", json=body)
-            ms, response = timed_ms(post)
-            check_response(response, "batch capture")
+            seconds, _ = post_capture(clients[name], chunk, near_duplicates=True)
             if number:
-                capture_s[name].append(ms / 1000)
+                capture_s[name].append(seconds)
         if number:
             embed_s.append(embedded)
     return {

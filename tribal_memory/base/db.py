@@ -394,6 +394,7 @@ class Database:
         self._watch = CommitWatch.of(engine)
         self._generations: dict[tuple[str, ...], tuple[int, dict[str, int]]] = {}
         """names -> (the watch's reading when they were read, the counters)."""
+        self._generations_lock = threading.Lock()
 
     def generations(self, names: Sequence[str]) -> dict[str, int]:
         """:func:`~tribal_memory.base.sql.read_generations` of ``names``, read only when needed.
@@ -411,14 +412,14 @@ class Database:
         key = tuple(names)
         seen = self._watch.reading() if self._watch is not None else None
         if seen is not None:
-            with self._changes_lock:
+            with self._generations_lock:
                 kept = self._generations.get(key)
             if kept is not None and kept[0] == seen:
                 return dict(kept[1])
         with self.reading() as connection:
             found = read_generations(connection, names)
         if seen is not None:
-            with self._changes_lock:
+            with self._generations_lock:
                 if len(self._generations) >= _KEPT_CHANGE_STEPS:
                     self._generations.clear()
                 self._generations[key] = (seen, found)

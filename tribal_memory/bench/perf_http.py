@@ -213,6 +213,20 @@ def capture_batch(
     began = time.perf_counter()
     embedder.embed_batch([f.content for f in chunk])
     embed_s = time.perf_counter() - began
+    capture_s, created = post_capture(client, chunk, near_duplicates=near_duplicates)
+    if created != len(chunk):
+        raise TribalError(f"batch capture created {created} of {len(chunk)} new memories")
+    return embed_s, capture_s
+
+
+def post_capture(
+    client: httpx.Client, chunk: Sequence[Fact], *, near_duplicates: bool
+) -> tuple[float, int]:
+    """(seconds of ``POST /v1/memories/batch`` of ``chunk``, memories it created).
+
+    Raises:
+        TribalError: the server answered with an error.
+    """
     body = {
         "memories": [{"content": f.content, "owner": f.owner} for f in chunk],
         "near_duplicates": near_duplicates,
@@ -221,10 +235,7 @@ def capture_batch(
     response = client.post("/v1/memories/batch", json=body)
     capture_s = time.perf_counter() - began
     check_response(response, "batch capture")
-    created = sum(r["status"] == "created" for r in response.json()["results"])
-    if created != len(chunk):
-        raise TribalError(f"batch capture created {created} of {len(chunk)} new memories")
-    return embed_s, capture_s
+    return capture_s, sum(r["status"] == "created" for r in response.json()["results"])
 
 
 def capture_vs_embed(
