@@ -14,8 +14,8 @@ ms, lower is better. With ``--captures N``, last: ``N`` batches of 256 new
 facts captured on both servers in turn with the near-duplicate check on, each
 batch's texts embedded in this process first (raw embedding, as ``bench
 perf`` compares capture with); per server the batch's seconds and captures/s
-against raw embedding/s (higher is better). ``--questions 0`` skips the
-searches.
+against raw embedding/s (higher is better), and the server's CPU seconds
+per batch. ``--questions 0`` skips the searches.
 
     python benchmarks/servers_ab.py /tmp/kept1m/data-1000000 --size 1000000 \\
         --a /tmp/before --b . --out /tmp/servers-ab.json
@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psutil
 
 from tribal_memory.base.config import Settings
 from tribal_memory.bench.metrics import percentile
@@ -155,7 +156,11 @@ def request_path(clients: dict[str, httpx.Client], count: int, question: str) ->
 
 
 def captures(
-    clients: dict[str, httpx.Client], embedder: Embedder, facts: Sequence[Fact], batches: int
+    clients: dict[str, httpx.Client],
+    pids: dict[str, int],
+    embedder: Embedder,
+    facts: Sequence[Fact],
+    batches: int,
 ) -> dict[str, Any]:
     """Per server, seconds per captured batch (p50 / p95) and captures/s over raw embedding/s.
 
@@ -163,12 +168,25 @@ def captures(
     turn (alternating which first) after its raw embedding in this process;
     the first batch is a warm-up, not timed. A fact a store already holds
     is reported ``exists`` and still counted: the ratio compares the same
-    texts on both servers.
+    texts on both servers. Each server's CPU seconds per batch (user +
+    system, every thread of process ``pids[name]``) are read from one
+    batch's start to the next, so what its threads burn after answering
+    (a runtime's workers spin-waiting) counts too (lower is cheaper).
     """
     names = list(clients)
     embed_s: list[float] = []
     capture_s: dict[str, list[float]] = {name: [] for name in names}
-    for number in range(batches + 1):
+    cpu_s: dict[str, list[float]] = {name: [] for name in names}
+    processes = {name: psutil.Process(pid) for name, pid in pids.items()}
+    cpu_before: dict[str, float] = {}
+    for number in range(batches + 2):
+        for name in names:
+            times = processes[name].cpu_times()
+            if number > 1:
+                cpu_s[name].append(times.user + times.system - cpu_before[name])
+            cpu_before[name] = times.user + times.system
+        if number > batches:
+            break
         chunk = facts[number * CAPTURE_BATCH : (number + 1) * CAPTURE_BATCH]
         started = time.perf_counter()
         embedder.embed_batch([f.content for f in chunk])
@@ -189,6 +207,11 @@ def captures(
                 "capture_s_p50_p95": [round(percentile(capture_s[name], q), 3) for q in (50, 95)],
                 "capture_vs_embed": round(sum(embed_s) / sum(capture_s[name]), 3),
                 "capture_s": [round(x, 3) for x in capture_s[name]],
+                "server_cpu_s_p50_mean": [
+                    round(percentile(cpu_s[name], 50), 3),
+                    round(sum(cpu_s[name]) / len(cpu_s[name]), 3),
+                ],
+                "server_cpu_s": [round(x, 3) for x in cpu_s[name]],
             }
             for name in names
         },
@@ -221,11 +244,13 @@ def main() -> None:
     }
     with contextlib.ExitStack() as stack:
         clients: dict[str, httpx.Client] = {}
+        pids: dict[str, int] = {}
         for name, path in checkouts.items():
             data_dir = stack.enter_context(copied_data_dir(args.data_dir))
             logs = Path(stack.enter_context(tempfile.TemporaryDirectory()))
             server = ServerProcess(data_dir, logs / "log", env={"PYTHONPATH": str(path)})
             stack.enter_context(server)
+            pids[name] = server.pid
             client = httpx.Client(base_url=server.base_url, timeout=600.0)
             clients[name] = stack.enter_context(client)
         facts = generate(args.size, 0)
@@ -239,7 +264,7 @@ def main() -> None:
             )
             new = generate(args.size + CAPTURE_OFFSET + (args.captures + 1) * CAPTURE_BATCH, 0)
             report["captures"] = captures(
-                clients, embedder, new[args.size + CAPTURE_OFFSET :], args.captures
+                clients, pids, embedder, new[args.size + CAPTURE_OFFSET :], args.captures
             )
             print("captures", report["captures"], flush=True)
     report["load_avg_1_5_15_at_end"] = load_average()
