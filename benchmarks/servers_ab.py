@@ -46,6 +46,7 @@ from tribal_memory.bench.perf_corpus import (
 )
 from tribal_memory.bench.perf_http import (
     CAPTURE_BATCH,
+    SPIN_SETTLE_S,
     get_by_id,
     make_cached,
     post_capture,
@@ -165,15 +166,16 @@ def captures(
     """Per server, seconds per captured batch (p50 / p95) and captures/s over raw embedding/s.
 
     ``facts`` are new to both stores; each batch goes to both servers in
-    turn (alternating which first) after its raw embedding in this process;
-    the first batch is a warm-up, not timed. A fact a store already holds
-    is reported ``exists`` and still counted: the ratio compares the same
-    texts on both servers. ``b_over_a_capture_s_p50`` is the median of the
-    batches' second-over-first seconds (below 1: the second is faster).
-    Each server's CPU seconds per batch (user + system, every thread of
-    process ``pids[name]``) are read from one batch's start to the next, so
-    what its threads burn after answering (a runtime's workers
-    spin-waiting) counts too (lower is cheaper).
+    turn (alternating which first), sent ``SPIN_SETTLE_S`` after its raw
+    embedding in this process; the first batch is a warm-up, not timed. A
+    fact a store already holds is reported ``exists`` and still counted:
+    the ratio compares the same texts on both servers.
+    ``b_over_a_capture_s_p50`` is the median of the batches'
+    second-over-first seconds (below 1: the second is faster). Each
+    server's CPU seconds per batch (user + system, every thread of process
+    ``pids[name]``) are read from one batch's start to the next, so what
+    its threads burn after answering (a runtime's workers spin-waiting)
+    counts too (lower is cheaper).
     """
     names = list(clients)
     embed_s: list[float] = []
@@ -193,6 +195,7 @@ def captures(
         started = time.perf_counter()
         embedder.embed_batch([f.content for f in chunk])
         embedded = time.perf_counter() - started
+        time.sleep(SPIN_SETTLE_S)
         for name in names if number % 2 else names[::-1]:
             seconds, _ = post_capture(clients[name], chunk, near_duplicates=True)
             if number:
