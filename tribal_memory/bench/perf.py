@@ -102,7 +102,7 @@ def _settings_report(options: dict[str, Any], model_id: str) -> dict[str, Any]:
             f"POST /v1/memories/batch of {CAPTURE_BATCH} facts (at most capture_n / 2), "
             "batches alternating with and without the near-duplicate check after one "
             "untimed warm-up batch of each; raw embedding of each batch's texts in this "
-            "process just before it"
+            "process, then a pause of SPIN_SETTLE_S before it is sent"
         ),
     }
 

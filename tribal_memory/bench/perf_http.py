@@ -258,8 +258,9 @@ def capture_vs_embed(
     """Captures/s over HTTP with and without the near-duplicate check, against raw embedding.
 
     Batches of ``batch`` facts alternate between the two kinds of capture,
-    and each is embedded in this process just before it is sent, so a change
-    in the machine's load touches both kinds and their raw embedding alike.
+    and each is embedded in this process just before it is sent (after
+    :data:`SPIN_SETTLE_S`), so a change in the machine's load touches both
+    kinds and their raw embedding alike.
     The first batch of each kind is a warm-up, not timed: a server's first
     near-duplicate check per owner loads index pages that later ones find
     cached, as its first searches do. ``facts`` must hold at least four
