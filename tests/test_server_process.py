@@ -141,6 +141,28 @@ def test_malloc_arenas_are_capped_on_glibc_and_zero_keeps_the_default() -> None:
     assert limit_malloc_arenas(2) is glibc
 
 
+def test_blas_is_limited_to_the_threads_asked_and_zero_keeps_the_default() -> None:
+    # In a child process: the limit is process-wide.
+    script = (
+        "import numpy\n"
+        "from threadpoolctl import threadpool_info\n"
+        "from tribal_memory.interfaces.api.server import limit_blas_threads\n"
+        "def blas():\n"
+        "    return [i['num_threads'] for i in threadpool_info() if i['user_api'] == 'blas']\n"
+        "before = blas()\n"
+        "assert limit_blas_threads(0) is False and blas() == before\n"
+        "assert limit_blas_threads(1) is True\n"
+        "print(before, blas())\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    before, after = result.stdout.strip().split("] [")
+    assert before.strip("[")  # numpy's BLAS was found
+    assert set(after.strip("]").split(", ")) == {"1"}
+
+
 @pytest.mark.slow
 def test_the_browser_probe_is_refused_by_a_real_server(server: str) -> None:
     """The curl of issue 13 against the keyless loopback default: nothing is stored."""

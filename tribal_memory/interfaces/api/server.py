@@ -61,6 +61,30 @@ def limit_malloc_arenas(arenas: int) -> bool:
         return False
 
 
+def limit_blas_threads(threads: int) -> bool:
+    """Run numpy's BLAS (OpenBLAS, MKL...) on at most ``threads`` threads in this process.
+
+    A capture multiplies its batch's vectors with each other (near-duplicates
+    within the batch) and with recent rows; on numpy's default threads the
+    library's worker then spun for about 100 ms of CPU after each product,
+    taking a core from the store's near-duplicate check and write that
+    follow. Over HTTP at 10k (``benchmarks/servers_ab.py --questions 0
+    --captures 36``, four runs, both orders), a server with one BLAS thread
+    captured 256 new facts 0.2-7.3% faster (median of the batches' ratios)
+    with 1-5% less server CPU per batch (``servers-ab-blas-10k-1.json`` ..
+    ``-4.json``). Searches use no BLAS call. Uses threadpoolctl.
+
+    Returns:
+        True when set; False for ``threads`` 0 (the library's default is kept).
+    """
+    if threads <= 0:
+        return False
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(limits=threads, user_api="blas")
+    return True
+
+
 def run(settings: Settings, *, workers: Sequence[Worker] = ()) -> None:
     """Serve the API on ``settings.host:settings.port`` until interrupted (blocks).
 
@@ -80,6 +104,7 @@ def run(settings: Settings, *, workers: Sequence[Worker] = ()) -> None:
         StoreUnavailable: the data dir, LanceDB or SQLite cannot be opened.
     """
     limit_malloc_arenas(settings.malloc_arena_max)
+    limit_blas_threads(settings.blas_threads)
     with MemoryService(settings) as probe:
         embedder = probe.embedder
         has_keys = bool(probe.keys.list())
