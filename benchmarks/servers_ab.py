@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
+import itertools
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -180,17 +181,14 @@ def captures(
     names = list(clients)
     embed_s: list[float] = []
     capture_s: dict[str, list[float]] = {name: [] for name in names}
-    cpu_s: dict[str, list[float]] = {name: [] for name in names}
     processes = {name: psutil.Process(pid) for name, pid in pids.items()}
-    cpu_before: dict[str, float] = {}
-    for number in range(batches + 2):
-        for name in names:
-            times = processes[name].cpu_times()
-            if number > 1:
-                cpu_s[name].append(times.user + times.system - cpu_before[name])
-            cpu_before[name] = times.user + times.system
-        if number > batches:
-            break
+
+    def cpu_now() -> dict[str, float]:
+        return {name: sum(p.cpu_times()[:2]) for name, p in processes.items()}  # user + system
+
+    marks: list[dict[str, float]] = []  # each server's CPU seconds at each batch's start
+    for number in range(batches + 1):
+        marks.append(cpu_now())
         chunk = facts[number * CAPTURE_BATCH : (number + 1) * CAPTURE_BATCH]
         started = time.perf_counter()
         embedder.embed_batch([f.content for f in chunk])
@@ -202,6 +200,9 @@ def captures(
                 capture_s[name].append(seconds)
         if number:
             embed_s.append(embedded)
+    marks.append(cpu_now())
+    timed = marks[1:]  # from the first timed batch's start on
+    cpu_s = {name: [b[name] - a[name] for a, b in itertools.pairwise(timed)] for name in names}
     first, second = names
     return {
         "batch": CAPTURE_BATCH,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -144,23 +145,24 @@ def test_malloc_arenas_are_capped_on_glibc_and_zero_keeps_the_default() -> None:
 def test_blas_is_limited_to_the_threads_asked_and_zero_keeps_the_default() -> None:
     # In a child process: the limit is process-wide.
     script = (
-        "import numpy\n"
+        "import json, numpy\n"
         "from threadpoolctl import threadpool_info\n"
         "from tribal_memory.interfaces.api.server import limit_blas_threads\n"
         "def blas():\n"
         "    return [i['num_threads'] for i in threadpool_info() if i['user_api'] == 'blas']\n"
         "before = blas()\n"
-        "assert limit_blas_threads(0) is False and blas() == before\n"
-        "assert limit_blas_threads(1) is True\n"
-        "print(before, blas())\n"
+        "kept = limit_blas_threads(0), blas()\n"
+        "print(json.dumps([before, kept, limit_blas_threads(1), blas()]))\n"
     )
     result = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
     )
     assert result.returncode == 0, result.stderr
-    before, after = result.stdout.strip().split("] [")
-    assert before.strip("[")  # numpy's BLAS was found
-    assert set(after.strip("]").split(", ")) == {"1"}
+    before, (set_for_zero, after_zero), set_for_one, after_one = json.loads(result.stdout)
+    assert before  # numpy's BLAS was found
+    assert (set_for_zero, after_zero) == (False, before)
+    assert set_for_one is True
+    assert set(after_one) == {1}
 
 
 @pytest.mark.slow

@@ -43,7 +43,7 @@ import platformdirs
 from tribal_memory.base.config import Settings
 from tribal_memory.base.errors import InvalidInput
 from tribal_memory.bench.perf_corpus import FILTER_OWNER, generate, questions
-from tribal_memory.bench.perf_http import CAPTURE_BATCH, SEARCH_K, Log
+from tribal_memory.bench.perf_http import CAPTURE_BATCH, SEARCH_K, SPIN_SETTLE_S, Log
 from tribal_memory.bench.perf_server import read_memory_mb
 from tribal_memory.bench.perf_size import measure_size, store_settings
 from tribal_memory.bench.report import write_report
@@ -102,7 +102,7 @@ def _settings_report(options: dict[str, Any], model_id: str) -> dict[str, Any]:
             f"POST /v1/memories/batch of {CAPTURE_BATCH} facts (at most capture_n / 2), "
             "batches alternating with and without the near-duplicate check after one "
             "untimed warm-up batch of each; raw embedding of each batch's texts in this "
-            "process, then a pause of SPIN_SETTLE_S before it is sent"
+            f"process, then a pause of {SPIN_SETTLE_S} s before it is sent"
         ),
     }
 

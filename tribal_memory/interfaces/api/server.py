@@ -72,7 +72,9 @@ def limit_blas_threads(threads: int) -> bool:
     --captures 36``, four runs, both orders), a server with one BLAS thread
     captured 256 new facts 0.2-7.3% faster (median of the batches' ratios)
     with 1-5% less server CPU per batch (``servers-ab-blas-10k-1.json`` ..
-    ``-4.json``). Searches use no BLAS call. Uses threadpoolctl.
+    ``-4.json``). A search's products are matrix-vector ones (the semantic
+    cache's past queries, the learned adapter), after which no spinning was
+    measured, and the vector copy's uses einsum. Uses threadpoolctl.
 
     Returns:
         True when set; False for ``threads`` 0 (the library's default is kept).
