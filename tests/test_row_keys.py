@@ -8,6 +8,7 @@ moves every row, and after a delete.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -97,3 +98,48 @@ def test_a_key_table_finds_row_ids_in_any_order() -> None:
         10: ("a", "o", "d", 0),
     }
     assert table.find([]) == {}
+
+
+def _memories_read(store: LanceMemoryStore, cache: RowCache) -> dict[str, Memory]:
+    """What ``cache`` gives a search for every stored row (its keys read first, as a search)."""
+    keys = _stored_keys(store)
+    _keys(store, cache, list(keys))
+    return cache.memories([(ref, key[0]) for ref, key in keys.items()])
+
+
+def test_hits_read_from_the_whole_rows_are_the_stored_memories_through_writes(
+    tmp_path: Path,
+) -> None:
+    store = LanceMemoryStore(str(tmp_path / "db"), "m", DIM)
+    _add(store, 0, 60)
+    whole = RowCache(store._handle, store._loop, max_table_bytes=2**20, max_memories=0)
+    keys_only = RowCache(store._handle, store._loop, max_memories=0)
+    stored = store.get([f"m{i:04d}" for i in range(60)])
+    taken: list[object] = []
+    read_by_take = whole._read
+    whole._read = lambda *args: taken.append(args) or read_by_take(*args)  # type: ignore[method-assign]
+    assert len(stored) == 60 and _memories_read(store, whole) == stored
+    assert whole._key_table is not None and whole._key_table.whole
+    assert not taken  # every hit came from the whole rows
+    assert keys_only._key_table is None or not keys_only._key_table.whole
+    _add(store, 1000, 10)  # rows the whole rows lack
+    edited = dataclasses.replace(_memories(5, 1)[0], content="fact five, edited")
+    store.replace(edited, None)
+    store.delete(["m0001"])
+    store.optimize()  # every row moves
+    expected = store.get([key[0] for key in _stored_keys(store).values()])
+    assert len(expected) == 69 and expected["m0005"].content == "fact five, edited"
+    assert _memories_read(store, whole) == expected
+    assert _memories_read(store, keys_only) == expected
+    store.close()
+
+
+def test_whole_rows_past_their_bound_leave_the_keys_alone(tmp_path: Path) -> None:
+    store = LanceMemoryStore(str(tmp_path / "db"), "m", DIM)
+    long = [dataclasses.replace(m, content=m.content * 100) for m in _memories(0, 60)]
+    store.add(long, np.random.default_rng(0).normal(size=(60, DIM)).astype(np.float32))
+    cache = RowCache(store._handle, store._loop, max_table_bytes=60 * 256)  # ~700 B a row
+    memories = _memories_read(store, cache)
+    assert len(memories) == 60
+    assert cache._key_table is not None and not cache._key_table.whole
+    store.close()

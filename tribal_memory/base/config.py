@@ -24,6 +24,8 @@ DEFAULT_ANN_QUANTISED_MIN_ROWS = 500_000
 """Default of :attr:`Settings.ann_quantised_min_rows`, shared by the store's constructors."""
 DEFAULT_ROW_KEYS_MAX_ROWS = 4_000_000
 """Default of :attr:`Settings.row_keys_max_rows`, shared by the store's constructors."""
+DEFAULT_WHOLE_ROWS_MAX_MB = 128
+"""Default of :attr:`Settings.whole_rows_max_mb`, shared by the store's constructors."""
 _LOCAL_HOST_NAMES = ("localhost", "127.0.0.1", "::1")
 _WILDCARD_BINDS = ("0.0.0.0", "::", "")
 
@@ -198,6 +200,10 @@ class Settings(BaseSettings):
     """Tables of up to this many memories keep every row's key (id, owner, document, position)
     in memory, read in one scan (about 65 MB a million memories), so a search reads none of its
     candidates' rows; 0: each key is read when a search first returns its row."""
+    whole_rows_max_mb: int = Field(default=DEFAULT_WHOLE_ROWS_MAX_MB, ge=0)
+    """Tables whose rows (every column but the vector) take at most this many MiB of memory
+    keep them all with their keys (same scan), so a search reads its hits from memory too
+    (about 17 MB a hundred thousand short memories); 0: hits are read from LanceDB."""
     optimize_every_rows: int = Field(default=2_000, ge=1)
     """Least rows written between automatic ``optimize()`` runs (fold into indexes, compact)."""
     optimize_growth: float = Field(default=0.1, gt=0.0, le=1.0)

@@ -61,6 +61,9 @@ class RowCache:
         max_table_rows: Largest table whose keys are all read at once
             (:class:`~.lance_keys.KeyTable`; 0: never, each key is read
             when a search first returns its row).
+        max_table_bytes: Most Arrow memory (bytes) of whole rows that scan
+            reads instead of the keys, so hits are read from memory too
+            (0: keys only; hits are read by row id).
     """
 
     def __init__(
@@ -71,12 +74,14 @@ class RowCache:
         max_keys: int = MAX_KEYS,
         max_memories: int = MAX_MEMORIES,
         max_table_rows: int = DEFAULT_ROW_KEYS_MAX_ROWS,
+        max_table_bytes: int = 0,
     ) -> None:
         self._handle = handle
         self._loop = loop
         self._max_keys = max_keys
         self._max_memories = max_memories
         self._max_table_rows = max_table_rows
+        self._max_table_bytes = max_table_bytes
         self._keys: dict[int, RowKey] = {}
         self._memories: OrderedDict[int, Memory] = OrderedDict()
         self._refs: dict[str, int] = {}
@@ -133,7 +138,9 @@ class RowCache:
 
     async def _read_whole(self) -> KeyTable | None:
         try:
-            key_table = await read_keys(self._handle.table, self._max_table_rows)
+            key_table = await read_keys(
+                self._handle.table, self._max_table_rows, self._max_table_bytes
+            )
         except Exception:  # noqa: BLE001 - keys are then read by row id; tried again later
             key_table = None
         with self._lock:
@@ -143,10 +150,12 @@ class RowCache:
         return key_table
 
     def memories(self, rows: Sequence[tuple[RowRef, str]]) -> dict[str, Memory]:
-        """See :meth:`tribal_memory.store.base.RowSource.memories` (blocks on the loop).
+        """See :meth:`tribal_memory.store.base.RowSource.memories` (may block on the loop).
 
-        Rows not kept are read in one ``take`` by row id; one whose memory id
-        is not the expected one (or that is gone) is read by memory id.
+        Rows not kept are looked up in the key table when it holds whole rows
+        (:attr:`KeyTable.whole`), the rest read in one ``take`` by row id;
+        one whose memory id is not the expected one (or that is gone) is read
+        by memory id.
         """
         found: dict[str, Memory] = {}
         missing: list[tuple[int, str]] = []
@@ -158,6 +167,16 @@ class RowCache:
                     found[memory_id] = memory
                 else:
                     missing.append((int(ref), memory_id))
+            key_table = self._key_table
+        if missing and key_table is not None:
+            held = key_table.rows([ref for ref, _ in missing])
+            if held is not None:
+                by_ref = self._kept(held)
+                for ref, memory_id in missing:
+                    memory = by_ref.get(ref)
+                    if memory is not None and memory.memory_id == memory_id:
+                        found[memory_id] = memory
+                missing = [(ref, memory_id) for ref, memory_id in missing if memory_id not in found]
         if missing:
             found.update(self._loop.run("read", self._read(missing)))
         return found

@@ -90,6 +90,8 @@ class LanceSearch:
         mirror: The in-memory copy of a small table's vectors (its ``max_rows`` 0: off).
         row_keys_max_rows: Largest table whose keys are all kept in memory
             (:class:`~.lance_keys.KeyTable`; 0: never).
+        whole_rows_max_mb: Most MiB of whole rows that key table holds instead
+            of the keys, so hits are read from memory (0: keys only).
         counts: The row counts per filter the store keeps (:meth:`passing`).
     """
 
@@ -104,6 +106,7 @@ class LanceSearch:
         nprobes: int,
         mirror: VectorMirror,
         row_keys_max_rows: int,
+        whole_rows_max_mb: int,
         counts: RowCounts,
     ) -> None:
         self._handle = handle
@@ -113,7 +116,12 @@ class LanceSearch:
         self._recent = recent
         self._write_lock = write_lock
         self._nprobes = nprobes
-        self._rows = RowCache(handle, loop, max_table_rows=row_keys_max_rows)
+        self._rows = RowCache(
+            handle,
+            loop,
+            max_table_rows=row_keys_max_rows,
+            max_table_bytes=whole_rows_max_mb * 2**20,
+        )
         self._mirror = mirror
 
     async def passing(self, where: str | None) -> int:

@@ -39,6 +39,7 @@ from tribal_memory.base.config import (
     DEFAULT_ANN_QUANTISED_MIN_ROWS,
     DEFAULT_KEEP_VERSIONS_S,
     DEFAULT_ROW_KEYS_MAX_ROWS,
+    DEFAULT_WHOLE_ROWS_MAX_MB,
     Settings,
 )
 from tribal_memory.base.errors import InvalidInput, NotFound
@@ -90,6 +91,9 @@ class LanceMemoryStore(MemoryStore):
             (:class:`~.lance_mirror.VectorMirror`; 0: never).
         row_keys_max_rows: Tables of up to this many rows keep every row's key
             in memory (:class:`~.lance_keys.KeyTable`; 0: never).
+        whole_rows_max_mb: Tables whose rows (every column but the vector) fit
+            in this many MiB keep them whole in that key table, so a search's
+            hits are read from memory (0: never).
         optimize_every_rows: Least rows written between automatic ``optimize()``
             runs; the gap also grows to ``optimize_growth`` of the table.
         optimize_growth: Fraction of the table written before the next
@@ -132,6 +136,7 @@ class LanceMemoryStore(MemoryStore):
         ann_nprobes: int = 32,
         exact_vector_max_rows: int = 25_000,
         row_keys_max_rows: int = DEFAULT_ROW_KEYS_MAX_ROWS,
+        whole_rows_max_mb: int = DEFAULT_WHOLE_ROWS_MAX_MB,
         optimize_every_rows: int = 2_000,
         optimize_growth: float = 0.1,
         optimize_interval_s: float = 60.0,
@@ -172,6 +177,7 @@ class LanceMemoryStore(MemoryStore):
             nprobes=ann_nprobes,
             mirror=VectorMirror(self._handle, exact_vector_max_rows),
             row_keys_max_rows=row_keys_max_rows,
+            whole_rows_max_mb=whole_rows_max_mb,
             counts=self._counts,
         )
         policy = OptimizePolicy(
@@ -207,8 +213,8 @@ class LanceMemoryStore(MemoryStore):
 
         Args:
             settings: ``lancedb_uri``, ``read_consistency_s``, the ``ann_*``,
-                ``exact_vector_max_rows``, ``row_keys_max_rows``, ``optimize_*``,
-                ``keep_versions_s`` and ``index_cache_mb`` settings.
+                ``exact_vector_max_rows``, ``row_keys_max_rows``, ``whole_rows_max_mb``,
+                ``optimize_*``, ``keep_versions_s`` and ``index_cache_mb`` settings.
             model_id: As in the constructor.
             dim: As in the constructor.
             maintenance_lock: As in the constructor.
@@ -226,6 +232,7 @@ class LanceMemoryStore(MemoryStore):
             ann_nprobes=settings.ann_nprobes,
             exact_vector_max_rows=settings.exact_vector_max_rows,
             row_keys_max_rows=settings.row_keys_max_rows,
+            whole_rows_max_mb=settings.whole_rows_max_mb,
             optimize_every_rows=settings.optimize_every_rows,
             optimize_growth=settings.optimize_growth,
             optimize_interval_s=settings.optimize_interval_s,
