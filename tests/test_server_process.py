@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from tribal_memory.bench.server_process import ServerProcess, ServerStartError, free_port
-from tribal_memory.interfaces.api.server import limit_malloc_arenas
+from tribal_memory.interfaces.server_process import limit_malloc_arenas
 
 STARTUP_TIMEOUT_S = 60.0
 
@@ -147,7 +147,7 @@ def test_blas_is_limited_to_the_threads_asked_and_zero_keeps_the_default() -> No
     script = (
         "import json, numpy\n"
         "from threadpoolctl import threadpool_info\n"
-        "from tribal_memory.interfaces.api.server import limit_blas_threads\n"
+        "from tribal_memory.interfaces.server_process import limit_blas_threads\n"
         "def blas():\n"
         "    return [i['num_threads'] for i in threadpool_info() if i['user_api'] == 'blas']\n"
         "before = blas()\n"

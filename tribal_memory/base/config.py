@@ -220,9 +220,11 @@ class Settings(BaseSettings):
     it; keep it above every replica's ``read_consistency_s`` plus the longest search (backups
     and exports pin the version they read, whatever this is)."""
     malloc_arena_max: int = Field(default=2, ge=0)
-    """glibc malloc arenas of the server process (0: glibc's default, 8 per core)."""
+    """glibc malloc arenas of the HTTP and MCP server processes (0: glibc's default, 8 per
+    core)."""
     blas_threads: int = Field(default=1, ge=0)
-    """numpy's BLAS threads in the server process (0: the library's default, one per core)."""
+    """numpy's BLAS threads in the HTTP and MCP server processes (0: the library's default,
+    one per core)."""
     index_cache_mb: int = Field(default=1024, ge=16)
     """Bound (MiB) of LanceDB's in-memory index cache; a quarter more for table metadata."""
     read_consistency_s: float = Field(default=1.0, ge=0.0)

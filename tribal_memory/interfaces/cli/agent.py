@@ -88,6 +88,9 @@ def mcp(
         url = url or run.url  # `tribal-memory --url URL mcp` too
         security = http_security(settings, host) if transport is Transport.http else None
         if url is None:
+            from tribal_memory.interfaces.server_process import prepare_server_process
+
+            prepare_server_process(settings)  # before the service starts its threads
             _serve(ServiceBackend(run.service(), owner), host, port, security)
             return
         if run.data_dir is not None:
