@@ -15,7 +15,10 @@ facts captured on both servers in turn with the near-duplicate check on, each
 batch's texts embedded in this process first (raw embedding, as ``bench
 perf`` compares capture with); per server the batch's seconds and captures/s
 against raw embedding/s (higher is better), and the server's CPU seconds
-per batch. ``--questions 0`` skips the searches.
+per batch. ``--questions 0`` skips the searches. ``--a-env`` / ``--b-env``
+``NAME=VALUE`` (repeatable) set a server's environment, so one checkout can
+be compared with itself under two settings (``--b`` may then name ``--a``'s
+checkout).
 
     python benchmarks/servers_ab.py /tmp/kept1m/data-1000000 --size 1000000 \\
         --a /tmp/before --b . --out /tmp/servers-ab.json
@@ -27,6 +30,8 @@ import argparse
 import contextlib
 import functools
 import itertools
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -61,6 +66,7 @@ from tribal_memory.bench.report import (
     report_header,
     write_report,
 )
+from tribal_memory.bench.server_process import child_env
 from tribal_memory.embeddings.base import Embedder
 from tribal_memory.embeddings.fastembed import FastEmbedEmbedder
 
@@ -234,6 +240,34 @@ def captures(
     }
 
 
+def imported_from(env: dict[str, str]) -> Path:
+    """The directory ``tribal_memory`` is imported from by a server started with ``env``.
+
+    Started as the server is (:func:`~tribal_memory.bench.server_process.child_env`
+    with ``env``), from this process's working directory.
+    """
+    found = subprocess.run(
+        [sys.executable, "-c", "import tribal_memory; print(tribal_memory.__file__)"],
+        env=child_env(env),
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    return Path(found.stdout.strip()).resolve().parent.parent
+
+
+def environment(parser: argparse.ArgumentParser, pairs: Sequence[str]) -> dict[str, str]:
+    """``NAME=VALUE`` pairs as a dict; a pair without ``=`` is a usage error (exit 2)."""
+    env: dict[str, str] = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name:
+            parser.error(f"expected NAME=VALUE, got {pair!r}")
+        env[name] = value
+    return env
+
+
 def main() -> None:
     """Parse the arguments, start both servers, compare, write the JSON report."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -244,16 +278,33 @@ def main() -> None:
     parser.add_argument("--questions", type=int, default=250, help="questions per filter")
     parser.add_argument("--seed", type=int, default=100, help="which questions (0: bench perf's)")
     parser.add_argument("--captures", type=int, default=0, help="capture batches (0: none)")
+    for name in ("a", "b"):
+        parser.add_argument(
+            f"--{name}-env",
+            action="append",
+            default=[],
+            metavar="NAME=VALUE",
+            help=f"an environment variable of the {name} server (repeatable)",
+        )
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     checkouts = {"a": args.a.resolve(), "b": args.b.resolve()}
-    if checkouts["a"] == checkouts["b"]:
-        parser.error("--a and --b name the same checkout")
+    envs = {"a": environment(parser, args.a_env), "b": environment(parser, args.b_env)}
+    if checkouts["a"] == checkouts["b"] and envs["a"] == envs["b"]:
+        parser.error("--a and --b name the same checkout with the same environment")
+    for name, path in checkouts.items():
+        env = {**envs[name], "PYTHONPATH": str(path)}
+        if (found := imported_from(env)) != path:
+            parser.error(f"server {name} would import tribal_memory from {found}, not {path}")
     report: dict[str, Any] = {
         **report_header("servers_ab"),
         "memories": args.size,
         "servers": {
-            name: {"checkout": str(path), "commit": checkout_commit(path / "tribal_memory")}
+            name: {
+                "checkout": str(path),
+                "commit": checkout_commit(path / "tribal_memory"),
+                "env": envs[name],
+            }
             for name, path in checkouts.items()
         },
         "units": "ms, lower is better; every question asked of both servers in turn",
@@ -264,7 +315,8 @@ def main() -> None:
         for name, path in checkouts.items():
             data_dir = stack.enter_context(copied_data_dir(args.data_dir))
             logs = Path(stack.enter_context(tempfile.TemporaryDirectory()))
-            server = ServerProcess(data_dir, logs / "log", env={"PYTHONPATH": str(path)})
+            env = {**envs[name], "PYTHONPATH": str(path)}
+            server = ServerProcess(data_dir, logs / "log", env=env)
             stack.enter_context(server)
             pids[name] = server.pid
             client = httpx.Client(base_url=server.base_url, timeout=600.0)
@@ -288,6 +340,7 @@ def main() -> None:
         f"python benchmarks/servers_ab.py {args.data_dir} --size {args.size} --a {args.a} "
         f"--b {args.b} --questions {args.questions} --seed {args.seed} "
         f"--captures {args.captures} --out {args.out}"
+        + "".join(f" --{n}-env {pair}" for n in ("a", "b") for pair in getattr(args, f"{n}_env"))
     )
     write_report(report, args.out)
 

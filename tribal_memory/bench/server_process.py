@@ -40,10 +40,16 @@ def free_port(host: str = LOOPBACK) -> int:
 
 
 def child_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """This process's environment plus ``extra``, with this ``tribal_memory`` importable first."""
+    """This process's environment plus ``extra``, with this ``tribal_memory`` importable first.
+
+    ``PYTHONSAFEPATH=1`` keeps ``python -m`` from putting the working
+    directory before ``PYTHONPATH``: without it a server started from a
+    checkout imported that checkout's package whatever ``PYTHONPATH`` said
+    (so two checkouts compared from one of them ran the same code).
+    """
     package_root = str(Path(__file__).resolve().parent.parent)
     path = os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH", "")) if p)
-    return {**os.environ, "PYTHONPATH": path, **(extra or {})}
+    return {**os.environ, "PYTHONPATH": path, "PYTHONSAFEPATH": "1", **(extra or {})}
 
 
 def wait_until_healthy(
