@@ -13,12 +13,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pytest
 from builders import stored_memory
 
 from tribal_memory.base.models import Memory, MemoryKind, SearchFilters
 from tribal_memory.store.event_loop import shared_event_loop
-from tribal_memory.store.lance_mirror import VectorMirror
+from tribal_memory.store.lance_mirror import VectorMirror, _Copy
 from tribal_memory.store.lance_table import TableHandle
 from tribal_memory.store.lancedb import LanceMemoryStore
 
@@ -177,3 +178,74 @@ def test_another_handles_write_reaches_searches_within_the_consistency_window(
     writer.add(_memories(1, start=100), query[None, :])
     time.sleep(0.3)
     assert reader.vector_search(query, SearchFilters(), 5)[0].memory_id == "m100"
+
+
+def _groups(vectors: np.ndarray) -> list[tuple[np.ndarray, SearchFilters]]:
+    """The near-duplicate check's groups: a few vectors per owner, one owner with no row."""
+    return [
+        (vectors[0:3], SearchFilters(owner="ana", include_shared=False)),
+        (vectors[3:5], SearchFilters(owner="ben", include_shared=False)),
+        (vectors[5:6], SearchFilters(owner="nobody", include_shared=False)),
+    ]
+
+
+def test_the_near_duplicate_check_answers_what_lancedb_answers(tmp_path: Path) -> None:
+    copied = LanceMemoryStore(str(tmp_path / "copied"), "test-model", DIM)
+    lancedb = LanceMemoryStore(
+        str(tmp_path / "lancedb"), "test-model", DIM, exact_vector_max_rows=0
+    )
+    # Queries at stored rows: m3, m33, m90 (ana's), m4, m31 (ben's); m4 and m31
+    # are deleted in the last step, in which m90 is written.
+    written = [_vectors(30, step) for step in range(4)]
+    queries = np.stack([written[0][3], written[1][3], written[3][0], written[0][4], written[1][1]])
+    queries = np.vstack([queries, _vectors(1, 7)])
+    for step in range(4):  # writes between checks: the copy grows in place, then loses rows
+        memories = _memories(30, start=30 * step)
+        for store in (copied, lancedb):
+            store.add(memories, written[step])
+            if step == 3:
+                store.delete(["m4", "m31"])
+        found, expected = copied.nearest(_groups(queries)), lancedb.nearest(_groups(queries))
+        assert [[row and row[0] for row in group] for group in found] == [
+            [row and row[0] for row in group] for group in expected
+        ]
+        for got, want in zip(found, expected, strict=True):
+            assert np.allclose([r[1] for r in got if r], [r[1] for r in want if r], atol=1e-5)
+        assert found[2] == [None]
+        if step < 3:
+            assert found[1][0] is not None and found[1][0][0] == "m4"
+    assert found[0][2] is not None and found[0][2][0] == "m90"
+    assert found[1][0] is not None and found[1][0][0] != "m4"
+    assert copied._search._mirror._copy is not None  # the copy answered
+
+
+def _rows(start: int, vectors: np.ndarray) -> pa.Table:
+    """Rows as the copy reads them: key columns, kind, vector, _rowid."""
+    n = len(vectors)
+    return pa.table(
+        {
+            "memory_id": [f"m{start + i}" for i in range(n)],
+            "owner": ["ana"] * n,
+            "doc_id": pa.array([None] * n, pa.string()),
+            "chunk_index": pa.array([None] * n, pa.int32()),
+            "kind": ["fact"] * n,
+            "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1)), DIM),
+            "_rowid": pa.array(range(start, start + n), pa.uint64()),
+        }
+    )
+
+
+def test_two_versions_read_from_one_copy_keep_their_own_rows() -> None:
+    # Two reads that start from the same copy (a search of version 2 and one of
+    # version 3) both append to it; the first's rows must not be overwritten.
+    base = _Copy.empty().merged(1, None, _rows(0, _vectors(10, 0)))
+    first_rows, second_rows = _vectors(3, 1), _vectors(3, 2)
+    first = base.merged(2, None, _rows(10, first_rows))
+    second = base.merged(3, None, _rows(20, second_rows))
+    unit = lambda rows: rows / np.linalg.norm(rows, axis=1, keepdims=True)  # noqa: E731
+    assert np.allclose(first.unit[10:], unit(first_rows))
+    assert np.allclose(second.unit[10:], unit(second_rows))
+    assert np.allclose(first.unit[:10], second.unit[:10])
+    assert [key[0] for key in first.keys[10:]] == ["m10", "m11", "m12"]
+    later = first.merged(4, None, _rows(30, _vectors(2, 3)))  # appends in place after first
+    assert np.allclose(first.unit[10:], unit(first_rows)) and len(later.unit) == 15

@@ -183,9 +183,11 @@ class LanceSearch:
     ) -> list[list[tuple[str, float] | None]]:
         """The nearest memory to each vector of each ``(vectors, filters)`` group, all at once.
 
-        The groups' queries run concurrently on the event loop and select ids
-        and distances only. On the IVF index only the ``NEAREST_NPROBES``
-        partitions closest to each vector are searched: a near-duplicate lies
+        From the in-memory copy of a small table's vectors when it can answer
+        every group (:meth:`~.lance_mirror.VectorMirror.nearest_groups`:
+        exact). Otherwise the groups' queries run concurrently on the event
+        loop and select ids and distances only. On the IVF index only the
+        ``NEAREST_NPROBES`` partitions closest to each vector are searched: a near-duplicate lies
         next to its twin, so it is almost always there. When the rows outside
         the index are exactly those this process wrote since the last
         ``optimize()`` (:class:`RecentRows`), the query skips them and they
@@ -198,6 +200,11 @@ class LanceSearch:
         Raises:
             StoreUnavailable: a query failed.
         """
+        copied = self._loop.run(
+            "vector search", translated("vector search", self._mirror.nearest_groups(groups))
+        )
+        if copied is not None:
+            return copied
         # Per group, the recent rows of its owners (None: LanceDB scans unindexed rows).
         recent = self._recent_rows_of([filters for _, filters in groups])
 
