@@ -8,8 +8,10 @@ and neighbour smoothing need four small columns of every candidate
 keeps both by row id: the keys of every row of a table of up to
 ``max_table_rows`` rows (:mod:`.lance_keys`) and of the rows read since,
 and the whole memories of recent hits (a small LRU), reading what it lacks
-with one ``take_row_ids`` per search; a read by id of a recent hit takes
-its row again by row id (:meth:`RowCache.get`).
+with one ``take_row_ids`` per search; a table whose rows fit in
+``max_table_bytes`` has its whole rows in the key table, and a search's hits
+come from there. A read by id of a recent hit takes its row again by row id
+(:meth:`RowCache.get`).
 
 Why a row id may key a cache: without stable row ids (this store does not
 enable them), LanceDB's row id is the row's address (fragment id << 32 |
