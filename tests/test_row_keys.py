@@ -16,6 +16,7 @@ import pyarrow as pa
 from builders import stored_memory
 
 from tribal_memory.base.models import Memory
+from tribal_memory.store import lance_keys
 from tribal_memory.store.lance_keys import KEY_COLUMNS, KeyTable
 from tribal_memory.store.lance_rowcache import RowCache
 from tribal_memory.store.lancedb import LanceMemoryStore
@@ -136,10 +137,30 @@ def test_hits_read_from_the_whole_rows_are_the_stored_memories_through_writes(
 
 def test_whole_rows_past_their_bound_leave_the_keys_alone(tmp_path: Path) -> None:
     store = LanceMemoryStore(str(tmp_path / "db"), "m", DIM)
-    long = [dataclasses.replace(m, content=m.content * 100) for m in _memories(0, 60)]
-    store.add(long, np.random.default_rng(0).normal(size=(60, DIM)).astype(np.float32))
-    cache = RowCache(store._handle, store._loop, max_table_bytes=60 * 256)  # ~700 B a row
-    memories = _memories_read(store, cache)
-    assert len(memories) == 60
+    rows = 300
+    long = [dataclasses.replace(m, content=m.content * 100) for m in _memories(0, rows)]
+    store.add(long, np.random.default_rng(0).normal(size=(rows, DIM)).astype(np.float32))
+    cache = RowCache(store._handle, store._loop, max_table_bytes=100_000)  # ~700 B a row
+    assert len(_memories_read(store, cache)) == rows
     assert cache._key_table is not None and not cache._key_table.whole
+    scanned: list[object] = []
+    whole_rows = lance_keys._whole_rows
+
+    async def counted(*args: object) -> object:
+        scanned.append(args)
+        return await whole_rows(*args)  # type: ignore[arg-type]
+
+    lance_keys._whole_rows = counted  # type: ignore[assignment]
+    try:  # enough new rows read by row id that the next miss scans again: keys alone
+        _add(store, 1000, rows)
+        assert len(_memories_read(store, cache)) == 2 * rows
+        _add(store, 2000, 5)
+        assert len(_memories_read(store, cache)) == 2 * rows + 5
+        reading = cache._reading
+        assert reading is not None
+        key_table = store._loop.run("read", reading)  # the scan runs beside searches
+    finally:
+        lance_keys._whole_rows = whole_rows
+    assert key_table is not None and len(key_table.row_ids) == 2 * rows + 5
+    assert scanned == []
     store.close()

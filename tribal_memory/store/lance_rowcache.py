@@ -145,6 +145,10 @@ class RowCache:
             )
         except Exception:  # noqa: BLE001 - keys are then read by row id; tried again later
             key_table = None
+        if key_table is not None and not key_table.whole:
+            # Past the bound (tables grow): later scans read the keys alone,
+            # instead of up to max_table_bytes of rows again each time.
+            self._max_table_bytes = 0
         with self._lock:
             self._key_table = key_table
             if key_table is not None:
