@@ -254,7 +254,8 @@ def imported_from(env: dict[str, str]) -> Path:
         check=True,
         timeout=60,
     )
-    return Path(found.stdout.strip()).resolve().parent.parent
+    # The checkout holding the package, resolved; the package itself may be a symlink.
+    return Path(found.stdout.strip()).parent.parent.resolve()
 
 
 def environment(parser: argparse.ArgumentParser, pairs: Sequence[str]) -> dict[str, str]:
@@ -292,9 +293,11 @@ def main() -> None:
     envs = {"a": environment(parser, args.a_env), "b": environment(parser, args.b_env)}
     if checkouts["a"] == checkouts["b"] and envs["a"] == envs["b"]:
         parser.error("--a and --b name the same checkout with the same environment")
+    server_envs = {
+        name: {**envs[name], "PYTHONPATH": str(path)} for name, path in checkouts.items()
+    }
     for name, path in checkouts.items():
-        env = {**envs[name], "PYTHONPATH": str(path)}
-        if (found := imported_from(env)) != path:
+        if (found := imported_from(server_envs[name])) != path:
             parser.error(f"server {name} would import tribal_memory from {found}, not {path}")
     report: dict[str, Any] = {
         **report_header("servers_ab"),
@@ -312,11 +315,10 @@ def main() -> None:
     with contextlib.ExitStack() as stack:
         clients: dict[str, httpx.Client] = {}
         pids: dict[str, int] = {}
-        for name, path in checkouts.items():
+        for name, server_env in server_envs.items():
             data_dir = stack.enter_context(copied_data_dir(args.data_dir))
             logs = Path(stack.enter_context(tempfile.TemporaryDirectory()))
-            env = {**envs[name], "PYTHONPATH": str(path)}
-            server = ServerProcess(data_dir, logs / "log", env=env)
+            server = ServerProcess(data_dir, logs / "log", env=server_env)
             stack.enter_context(server)
             pids[name] = server.pid
             client = httpx.Client(base_url=server.base_url, timeout=600.0)
