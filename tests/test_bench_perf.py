@@ -228,3 +228,26 @@ def test_bench_perf_writes_every_figure(tmp_path: Path) -> None:
     assert abs(sum(shares.values()) - 1) < 0.01
     assert "query embedding (ONNX, tokenizer)" in shares
     assert profile.read_text().strip()
+
+
+def test_a_benchmark_server_imports_the_package_its_pythonpath_names(tmp_path: Path) -> None:
+    """Not the working directory's: A/B runs from a checkout compare two codes, not one twice."""
+    import subprocess
+    import sys
+
+    from tribal_memory.bench.server_process import child_env
+
+    other = tmp_path / "other-checkout"
+    (other / "tribal_memory").mkdir(parents=True)
+    (other / "tribal_memory" / "__init__.py").write_text("", encoding="utf-8")
+    repo = Path(__file__).resolve().parent.parent  # holds a tribal_memory package too
+    found = subprocess.run(
+        [sys.executable, "-c", "import tribal_memory; print(tribal_memory.__file__)"],
+        env=child_env({"PYTHONPATH": str(other)}),
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    assert Path(found.stdout.strip()).resolve().parent.parent == other.resolve()
