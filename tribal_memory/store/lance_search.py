@@ -200,9 +200,7 @@ class LanceSearch:
         Raises:
             StoreUnavailable: a query failed.
         """
-        copied = self._loop.run(
-            "vector search", translated("vector search", self._mirror.nearest_groups(groups))
-        )
+        copied = self._loop.run("vector search", self._mirror.nearest_groups(groups))
         if copied is not None:
             return copied
         # Per group, the recent rows of its owners (None: LanceDB scans unindexed rows).
