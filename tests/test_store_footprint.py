@@ -211,6 +211,9 @@ def test_cleanup_age_keeps_the_version_current_at_the_window_start() -> None:
     # Nothing superseded before the window began: nothing goes.
     assert cleanup_age([80.0, 95.0], now_s=100.0, keep_s=30.0) is None
     assert cleanup_age([50.0], now_s=100.0, keep_s=0.0) is None
+    # keep_s 0 right after a commit: LanceDB warns on an age of 0 ms, so it is 1 ms at least.
+    just = cleanup_age([50.0, 99.9999], now_s=100.0, keep_s=0.0)
+    assert just is not None and just.total_seconds() >= 0.001
     # A pinned version (a backup reading it) stays, with every later one.
     pinned = cleanup_age([0.0, 10.0, 20.0, 95.0], now_s=100.0, keep_s=0.0, pinned_s=10.0)
     assert pinned is None or 100.0 - pinned.total_seconds() <= 10.0

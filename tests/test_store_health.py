@@ -222,3 +222,42 @@ def test_stats_report_the_index_data_searches_keep_in_memory(
         after = service.stats().cache_bytes
     # The searches read the full-text and scalar indexes, which the store keeps.
     assert after > before >= 0, (before, after)
+
+
+def test_searches_fold_rows_outside_the_indexes_in_once_they_have_paid_for_it(
+    tmp_path: Path, embedder: FastEmbedEmbedder
+) -> None:
+    # Neither the row, growth, interval nor quiet rule can fold the 1,000 new rows in:
+    # only what scanning them costs the searches can (Upkeep.after_search).
+    settings = Settings(
+        data_dir=tmp_path / "d",
+        optimize_every_rows=100_000,
+        optimize_interval_s=3600.0,
+        keep_versions_s=0,
+    )
+    more = [f"Note {i}: shelf {i} in the archive holds folder {i * 31 % 997}" for i in range(1000)]
+    with MemoryService(settings, embedder=embedder) as service:
+        _optimized_40_then_20_more(service)
+        service.optimize()
+        for start in (0, 500):
+            service.capture_batch([MemoryInput(t, owner="ana") for t in more[start : start + 500]])
+        assert service.store.wait_for_maintenance(timeout_s=60)
+        waiting = service.table_health()["unindexed_rows"]
+        assert waiting > 0  # no search yet: they wait
+        # Each BM25 query reads all 1,000 (about 2 ms, UNINDEXED_ROW_SCAN_S a row): a fold is
+        # due after about FOLD_MIN_S (or 4 runs' time) of that, some 500 searches, not at once.
+        for i in range(10):
+            service.search(f"which folder is on shelf {i}?", k=5, filters=MINE, mode="text")
+        assert service.store.wait_for_maintenance(timeout_s=60)
+        assert service.table_health()["unindexed_rows"] == waiting
+        searched = 10
+        while service.table_health()["unindexed_rows"] and searched < 6000:
+            for _ in range(100):
+                query = f"which folder is on shelf {searched % 1000}?"
+                service.search(query, k=5, filters=MINE, mode="text")
+                searched += 1
+            assert service.store.wait_for_maintenance(timeout_s=60)
+        health = service.table_health()
+        hits = service.search("which folder is on shelf 417?", k=1, filters=MINE, mode="text").hits
+    assert health["unindexed_rows"] == 0, (searched, health)
+    assert hits and hits[0].memory.content == more[417]

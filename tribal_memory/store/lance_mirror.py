@@ -239,6 +239,11 @@ class VectorMirror:
         self._too_large: int | None = None  # a version found over max_rows
         self._reading: tuple[int, asyncio.Future[_Copy | None]] | None = None
 
+    @property
+    def active(self) -> bool:
+        """Whether a copy is held: the table was small enough at its last read."""
+        return self._copy is not None
+
     async def nearest(
         self, vector: Vector, filters: SearchFilters, k: int
     ) -> list[tuple[int, RowKey, float]] | None:

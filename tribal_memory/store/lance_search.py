@@ -134,6 +134,11 @@ class LanceSearch:
         self._counts.put(where, found, generation)
         return found
 
+    @property
+    def vectors_in_memory(self) -> bool:
+        """Whether the in-memory vector copy answered the last vector search it could."""
+        return self._mirror.active
+
     def get(self, memory_ids: Sequence[str]) -> dict[str, Memory]:
         """See :meth:`MemoryStore.get`; recent hits are read by row id (:meth:`RowCache.get`)."""
         return self._rows.get(memory_ids)

@@ -98,7 +98,8 @@ def cleanup_age(
         return None
     kept, before = current_then[-1], current_then[-2]
     cut = max(before + 0.001, kept - min(keep_s, PRUNE_MARGIN_S))
-    return timedelta(seconds=now_s - cut)
+    # LanceDB takes whole milliseconds and warns on 0 (a version made under 0.5 ms ago).
+    return timedelta(seconds=max(now_s - cut, 0.001))
 
 
 async def list_versions(table: AsyncTable) -> list[dict[str, Any]]:

@@ -494,7 +494,13 @@ class LanceMemoryStore(MemoryStore):
         exact: bool = False,
         passing: int | None = None,
     ) -> Future[list[ScoredMemory]]:
-        """See :meth:`MemoryStore.start_vector_search`; :meth:`LanceSearch.start_vector_search`."""
+        """See :meth:`MemoryStore.start_vector_search`; :meth:`LanceSearch.start_vector_search`.
+
+        Counted as a scan of the unindexed rows (:meth:`Upkeep.after_search`)
+        unless the in-memory vector copy answers.
+        """
+        if not self._search.vectors_in_memory:
+            self._upkeep.after_search()
         return self._search.start_vector_search(vector, filters, k, exact=exact, passing=passing)
 
     def nearest(
@@ -516,13 +522,21 @@ class LanceMemoryStore(MemoryStore):
     def start_text_search(
         self, query: str, filters: SearchFilters, k: int
     ) -> Future[list[ScoredMemory]]:
-        """See :meth:`MemoryStore.start_text_search`: runs on the store's event loop."""
+        """See :meth:`MemoryStore.start_text_search`: runs on the store's event loop.
+
+        Counted as a scan of the unindexed rows (:meth:`Upkeep.after_search`).
+        """
+        self._upkeep.after_search()
         return self._search.start_text_search(query, filters, k)
 
     def start_text_scores(
         self, query: str, filters: SearchFilters, k: int
     ) -> Future[list[tuple[RowRef, float]]]:
-        """See :meth:`MemoryStore.start_text_scores`: runs on the store's event loop."""
+        """See :meth:`MemoryStore.start_text_scores`: runs on the store's event loop.
+
+        Counted as a scan of the unindexed rows (:meth:`Upkeep.after_search`).
+        """
+        self._upkeep.after_search()
         return self._search.start_text_scores(query, filters, k)
 
     # -- maintenance (see Upkeep) ---------------------------------------------
