@@ -211,7 +211,8 @@ class Settings(BaseSettings):
     optimize_interval_s: float = Field(default=60.0, ge=0.0)
     """Seconds after an ``optimize()`` past which ``optimize_every_rows`` new rows call for
     the next one even below ``optimize_growth`` (rows outside the indexes slow searches);
-    also the quiet time (no write) after which fewer rows are folded in."""
+    also the quiet time (no write) after which fewer rows are folded in. Searches that read
+    the unindexed rows fold them in sooner once they have paid for a run (``scan_cost``)."""
     optimize_small_fragments: int = Field(default=32, ge=1)
     """Small table fragments (left by small writes, updates and deletes) at which the
     automatic ``optimize()`` runs whatever the row count."""
