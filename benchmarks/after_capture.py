@@ -30,25 +30,22 @@ from typing import Any
 import httpx
 
 import tribal_memory
-from tribal_memory.bench.metrics import percentile
 from tribal_memory.bench.perf_corpus import Fact, generate, questions
-from tribal_memory.bench.perf_http import check_response, post_capture
+from tribal_memory.bench.perf_http import (
+    check_response,
+    p50_p95,
+    post_capture,
+    search_call,
+    timed,
+)
 from tribal_memory.bench.report import copied_data_dir, load_average, report_header, write_report
 from tribal_memory.bench.server_process import tribal_server
 
 
 def timed_searches(client: httpx.Client, asked: list[str]) -> dict[str, float]:
     """One ``POST /v1/search`` (plain hybrid, k 10) of each question: p50 and p95 ms."""
-    times = []
-    for query in asked:
-        started = time.perf_counter()
-        response = client.post("/v1/search", json={"query": query, "k": 10, "learned": []})
-        times.append((time.perf_counter() - started) * 1000)
-        check_response(response, "search")
-    return {
-        "p50_ms": round(percentile(times, 50), 2),
-        "p95_ms": round(percentile(times, 95), 2),
-    }
+    p50, p95 = p50_p95(timed(search_call(client, {"learned": []}), asked, len(asked)))
+    return {"p50_ms": p50, "p95_ms": p95}
 
 
 def unindexed_rows(client: httpx.Client) -> int:

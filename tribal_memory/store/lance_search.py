@@ -136,7 +136,10 @@ class LanceSearch:
 
     @property
     def vectors_in_memory(self) -> bool:
-        """Whether the in-memory vector copy answered the last vector search it could."""
+        """Whether the in-memory vector copy is held (the table was small enough at its last read).
+
+        Vector searches it can filter are then answered from it, not from LanceDB.
+        """
         return self._mirror.active
 
     def get(self, memory_ids: Sequence[str]) -> dict[str, Memory]:

@@ -172,8 +172,8 @@ class Upkeep:
         self._writes_since_check += 1
         self._check_maintenance()
 
-    def after_search(self, scans: int = 1) -> None:
-        """Count ``scans`` LanceDB queries that read every unindexed row; fold them in once paid.
+    def after_search(self) -> None:
+        """Count one LanceDB query that read every unindexed row; fold them in once it paid off.
 
         Each such query pays about :data:`~.scan_cost.UNINDEXED_ROW_SCAN_S`
         per row written since the last ``optimize()``. Once that adds up to
@@ -184,13 +184,13 @@ class Upkeep:
         already took). Without it, rows under ``every_rows`` stayed out of
         the indexes until writes paused for ``interval_s``, and a burst of
         2,048 captures at 100k memories slowed every search by 43-46% (p50
-        over HTTP) for the minute the interval rule waited. Cheap: no LanceDB call;
-        the run, when due, starts on the maintenance thread.
+        over HTTP) for the minute the interval rule waited. No LanceDB call
+        here; the run, when due, starts on the maintenance thread.
         """
         rows = self._rows_since_optimize
         if rows <= 0:
             return
-        if not self._scans.add(rows * scans, INTERVAL_PER_RUN_S * self._optimize_s):
+        if not self._scans.add(rows, INTERVAL_PER_RUN_S * self._optimize_s):
             return
         self._searches_due = True
         if not self._prune_pending():  # else the pending prune checks again when done

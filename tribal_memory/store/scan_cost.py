@@ -46,11 +46,6 @@ class ScanCost:
         self._lock = threading.Lock()
         self._spent_s = 0.0
 
-    @property
-    def spent_s(self) -> float:
-        """Estimated seconds of search time spent on unindexed rows since the last reset (>= 0)."""
-        return self._spent_s
-
     def add(self, row_scans: int, price_s: float) -> bool:
         """Count ``row_scans`` (unindexed rows x queries that read them); True once a fold is paid.
 
